@@ -1,0 +1,26 @@
+# add_pkb_library(name SOURCES ... DEPS ...): one library per src/ subfolder, warnings on.
+function(add_pkb_library name)
+  cmake_parse_arguments(A "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(${name} STATIC ${A_SOURCES})
+  target_include_directories(${name} PUBLIC "${CMAKE_SOURCE_DIR}/src" "${CMAKE_SOURCE_DIR}/include")
+  target_link_libraries(${name} PUBLIC ${A_DEPS})
+  target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-missing-field-initializers>)
+endfunction()
+
+# add_pkb_test(name SOURCES ... DEPS ... [LABELS ...]): a GoogleTest executable registered with CTest.
+function(add_pkb_test name)
+  if(NOT PKB_BUILD_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(A "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${A_SOURCES})
+  target_link_libraries(${name} PRIVATE ${A_DEPS} GTest::gtest GTest::gtest_main)
+  target_include_directories(${name} PRIVATE "${CMAKE_SOURCE_DIR}/src" "${CMAKE_SOURCE_DIR}/include")
+  add_test(NAME ${name} COMMAND ${name})
+  set(labels cpu)
+  if(A_LABELS)
+    set(labels ${A_LABELS})
+  endif()
+  set_tests_properties(${name} PROPERTIES LABELS "${labels}"
+    ENVIRONMENT "PKB_SOURCE_DIR=${CMAKE_SOURCE_DIR};PKB_BINARY_DIR=${CMAKE_BINARY_DIR}")
+endfunction()

@@ -1,0 +1,107 @@
+// `pkb run` and `pkb eval`: the flags they share are declared once, here.
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "eval/evaluator.hpp"
+#include "report/console.hpp"
+
+namespace pkb::cli {
+
+namespace {
+
+struct SharedFlags {
+  EvalOptions opts;
+  std::optional<long long> m, n;
+  std::vector<std::string> sets;
+  bool no_perf = false, perf = false, quiet = false;
+  std::string arch = "sm_90";
+  int compile_timeout = 300;
+  std::string seed;
+};
+
+void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
+  sub.add_option("problem", f.opts.problem, "Problem id (1), stem (1_allreduce) or name (allreduce)")->required();
+  sub.add_option("--solution,-S", f.opts.solution,
+                 is_eval ? "Candidate .cu file (required; 'reference' evaluates the baseline against itself)"
+                         : "Solution .cu file (default: the problem's baseline, reference.cu)")
+      ->envname("PKB_SOLUTION");
+  sub.add_option("--gpus,-g", f.opts.gpus, "World size W: GPUs to use (default: all visible)")->envname("PKB_GPUS");
+  sub.add_option("--dtype", f.opts.dtype, "Benchmark dtype D: bf16, fp16 or fp32")->envname("PKB_DTYPE");
+  sub.add_option("--size,-s", f.opts.size, "Named size class from the spec (`pkb show` lists them)")->envname("PKB_SIZE");
+  sub.add_option("-M", f.m, "Override the size variable M");
+  sub.add_option("-N", f.n, "Override the size variable N");
+  sub.add_option("--set", f.sets, "Override any size variable: --set K=4096 (repeatable)");
+  sub.add_option("--trials", f.opts.trials, "Correctness trials, each with fresh inputs")->envname("PKB_TRIALS");
+  sub.add_option("--atol", f.opts.atol, "Absolute tolerance (default: the spec's, usually 1e-2)");
+  sub.add_option("--rtol", f.opts.rtol, "Relative tolerance (default: the spec's, usually 1e-2)");
+  sub.add_option("--warmup", f.opts.warmup, "Warm-up calls before timing (capped at ~2 s)")->envname("PKB_WARMUP");
+  sub.add_option("--iters", f.opts.iters, "Timed calls (each checked)")->envname("PKB_ITERS");
+  if (is_eval) sub.add_flag("--no-perf", f.no_perf, "Check correctness only; no timing");
+  else sub.add_flag("--perf", f.perf, "Also time the solution");
+  sub.add_option("--timeout", f.opts.timeout_s, "Deadline in seconds per phase (each trial; the timed phase gets 5x)")
+      ->envname("PKB_TIMEOUT");
+  sub.add_option("--json", f.opts.json_out, "Append the record as one JSON line to this file")->envname("PKB_JSON");
+  sub.add_option("--dump", f.opts.dump_dir, "Write inputs and outputs per trial and rank as safetensors under this directory");
+  if (!is_eval) sub.add_flag("--oracle", f.opts.oracle, "Compare outputs with the problem's CPU double-precision oracle");
+  sub.add_option("--arch", f.arch, "nvcc -arch for solutions")->envname("PKB_ARCH");
+  sub.add_option("--compile-timeout", f.compile_timeout, "Seconds before nvcc is stopped");
+  sub.add_option("--seed", f.seed, "Reproduce a recorded run's inputs (hex seed from its record); default: fresh and secret");
+  sub.add_option("--problems-dir", f.opts.problems_dir, "Problem folders (default: <pkb>/problems)")->envname("PKB_PROBLEMS_DIR");
+  sub.add_flag("--quiet,-q", f.quiet, "No progress line");
+}
+
+int execute(SharedFlags& f, bool is_eval, int argc_hint) {
+  (void)argc_hint;
+  EvalOptions o = f.opts;
+  if (f.m) o.size_overrides.emplace_back("M", *f.m);
+  if (f.n) o.size_overrides.emplace_back("N", *f.n);
+  for (auto& s : f.sets) {
+    auto eq = s.find('=');
+    if (eq == std::string::npos || eq == 0) throw Error(Errc::invalid_argument, "--set expects NAME=VALUE, not '" + s + "'");
+    try {
+      o.size_overrides.emplace_back(s.substr(0, eq), std::stoll(s.substr(eq + 1)));
+    } catch (const std::exception&) {
+      throw Error(Errc::invalid_argument, "--set " + s + ": the value must be an integer");
+    }
+  }
+  if (is_eval) {
+    if (o.solution.empty()) throw Error(Errc::invalid_argument, "pkb eval needs --solution FILE.cu (or --solution reference)");
+    o.perf = !f.no_perf;
+  } else {
+    o.perf = f.perf;
+  }
+  if (!f.seed.empty()) {
+    try {
+      o.seed = std::stoull(f.seed, nullptr, 16);
+    } catch (const std::exception&) {
+      throw Error(Errc::invalid_argument, "--seed expects a hex number");
+    }
+  }
+  o.compile.arch = f.arch;
+  o.compile.timeout = std::chrono::seconds(f.compile_timeout);
+  o.progress = !f.quiet && isatty(2);
+  o.worker_exe = self_dir() + "/pkb-worker";
+  EvalRecord rec = is_eval ? run_eval(o) : run_dry(o);
+  print_summary(rec, stdout);
+  if (!o.json_out.empty()) fmt::print("  record     appended to {}\n", o.json_out);
+  return exit_code_for(rec);
+}
+
+Command make(bool is_eval) {
+  std::string help = is_eval ? "Evaluate a candidate against the baseline: trials, per-call checks, timing, speedup"
+                             : "Run one solution alone (PKB's dryrun): sanity checks, optional oracle and timing";
+  return {is_eval ? "eval" : "run", help, [is_eval](CLI::App& sub) {
+            auto f = std::make_shared<SharedFlags>();
+            if (!is_eval) f->opts.trials = 1;
+            declare(sub, *f, is_eval);
+            return std::function<int()>([f, is_eval] { return execute(*f, is_eval, 0); });
+          }};
+}
+
+}  // namespace
+
+Command run_command() { return make(false); }
+Command eval_command() { return make(true); }
+
+}  // namespace pkb::cli

@@ -1,0 +1,189 @@
+#include "cli/commands.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "build/compiler.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "core/strings.hpp"
+#include "eval/system.hpp"
+#include "report/record.hpp"
+#include "spec/registry.hpp"
+#include "spec/spec.hpp"
+
+namespace pkb::cli {
+
+std::vector<Command> command_table() {
+  return {list_command(), show_command(), run_command(), eval_command(), build_command(), version_command()};
+}
+
+std::string self_dir() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : p.parent_path().string();
+}
+
+Command list_command() {
+  return {"list", "List the problems: id, name, origin, parallelism, pattern, tier", [](CLI::App& sub) {
+            auto dir = std::make_shared<std::string>();
+            sub.add_option("--problems-dir", *dir, "Problem folders (default: <pkb>/problems)")->envname("PKB_PROBLEMS_DIR");
+            return std::function<int()>([dir] {
+              auto all = discover_problems(problems_dir(*dir));
+              std::vector<Spec> specs;
+              for (auto& e : all) specs.push_back(load_spec(e.dir));
+              fmt::print("{:>3}  {:<24} {:<36} {:<22} {:<30} {}\n", "id", "name", "origin", "parallelism", "pattern", "tier");
+              for (auto& s : specs)
+                fmt::print("{:>3}  {:<24} {:<36} {:<22} {:<30} T{}\n", s.id, s.name, s.origin.substr(0, 36),
+                           s.parallelism.substr(0, 22), s.pattern.substr(0, 30), s.tier);
+              fmt::print("{} problems in {}\n", specs.size(), problems_dir(*dir).string());
+              return 0;
+            });
+          }};
+}
+
+namespace {
+
+std::string shape_text(const std::vector<long long>& shape, DType d) {
+  std::string s = std::string(to_string(d)) + "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string dist_text(const Dist& d) {
+  switch (d.kind) {
+    case DistKind::normal: return fmt::format("normal(mean {}, std {})", d.a, d.b);
+    case DistKind::uniform: return fmt::format("uniform[{}, {})", d.a, d.b);
+    case DistKind::grid: return fmt::format("grid: k*{} for integer k in [{}, {}] (exact sums)", d.a, d.lo, d.hi);
+    case DistKind::randint: return fmt::format("randint[{}, {}]", d.lo, d.hi);
+    case DistKind::zeros: return "zeros";
+    case DistKind::ones: return "ones";
+    case DistKind::arange: return fmt::format("arange from {}", d.lo);
+  }
+  return "?";
+}
+
+/// Prints ranks with identical tensors together ("ranks 1-3").
+void print_tensors(const Instance& inst, bool inputs) {
+  const auto& ranks = inst.ranks;
+  size_t n = inputs ? ranks[0].inputs.size() : ranks[0].outputs.size();
+  for (size_t i = 0; i < n; ++i) {
+    int start = 0;
+    for (int r = 1; r <= static_cast<int>(ranks.size()); ++r) {
+      auto get = [&](int k) -> const TensorPlan& { return inputs ? ranks[k].inputs[i] : ranks[k].outputs[i]; };
+      if (r < static_cast<int>(ranks.size()) && get(r).shape == get(start).shape && get(r).dtype == get(start).dtype) continue;
+      const TensorPlan& t = get(start);
+      std::string who = start == r - 1 ? fmt::format("rank {}", start) : fmt::format("ranks {}-{}", start, r - 1);
+      fmt::print("  {:<14} {:<10} {:<28} {:>10}  {}\n", t.name, who, shape_text(t.shape, t.dtype), format_bytes(static_cast<double>(t.bytes())),
+                 inputs ? dist_text(t.dist) : "");
+      start = r;
+    }
+  }
+}
+
+}  // namespace
+
+Command show_command() {
+  return {"show", "Show a problem: spec, shapes per rank for a world size and size, and the baseline source",
+          [](CLI::App& sub) {
+            struct Opts {
+              std::string problem, dir, dtype = "bf16", size;
+              int gpus = 0;
+              bool no_source = false;
+            };
+            auto o = std::make_shared<Opts>();
+            sub.add_option("problem", o->problem, "Problem id, stem (1_allreduce) or name")->required();
+            sub.add_option("--gpus,-g", o->gpus, "World size W (default: visible GPUs, else 4)")->envname("PKB_GPUS");
+            sub.add_option("--dtype", o->dtype, "Benchmark dtype D")->envname("PKB_DTYPE");
+            sub.add_option("--size,-s", o->size, "Size class (default: the spec's)");
+            sub.add_flag("--no-source", o->no_source, "Do not print the baseline source");
+            sub.add_option("--problems-dir", o->dir, "Problem folders")->envname("PKB_PROBLEMS_DIR");
+            return std::function<int()>([o] {
+              auto all = discover_problems(problems_dir(o->dir));
+              Spec s = load_spec(find_problem(all, o->problem).dir);
+              int w = o->gpus;
+              if (w <= 0) {
+                auto sys = probe_system();
+                w = sys.gpu_count >= s.min_world ? std::min(sys.gpu_count, s.max_world) : 4;
+              }
+              auto d = parse_dtype(o->dtype);
+              if (!d) throw pkb::Error(Errc::invalid_argument, "unknown dtype '" + o->dtype + "'");
+              Instance inst = resolve(s, w, {o->size, {}}, *d);
+              fmt::print("{} — {}\n  {}\n", s.stem, s.pattern, s.summary);
+              fmt::print("  origin: {}; parallelism: {}; tier T{}; W in [{}, {}]; dtypes:", s.origin, s.parallelism, s.tier, s.min_world, s.max_world);
+              for (auto x : s.dtypes) fmt::print(" {}", to_string(x));
+              fmt::print("\n  sizes:");
+              for (auto& sc : s.sizes) {
+                fmt::print(" {}{}(", sc.name == s.default_size ? "*" : "", sc.name);
+                for (size_t i = 0; i < sc.values.size(); ++i) fmt::print("{}{}={}", i ? ", " : "", sc.values[i].first, sc.values[i].second);
+                fmt::print(")");
+              }
+              fmt::print("\n  tolerance: atol {} rtol {}\n", inst.tolerance.atol, inst.tolerance.rtol);
+              fmt::print("\nInstance W={} dtype={} size={}:\n inputs\n", w, to_string(*d), inst.size_name);
+              print_tensors(inst, true);
+              fmt::print(" outputs\n");
+              print_tensors(inst, false);
+              if (!s.groups.empty()) {
+                fmt::print(" groups\n");
+                for (size_t g = 0; g < s.groups.size(); ++g) {
+                  fmt::print("  {:<14}", s.groups[g].name);
+                  for (auto& rp : inst.ranks) fmt::print(" r{}:c{}", rp.rank, rp.groups[g].color);
+                  fmt::print("\n");
+                }
+              }
+              fmt::print("\nspec: {}\nsha256: {}\n", (s.dir / "spec.toml").string(), s.hash);
+              if (!o->no_source) fmt::print("\n----- baseline: {} -----\n{}", s.reference_path().string(), read_file(s.reference_path()));
+              return 0;
+            });
+          }};
+}
+
+Command build_command() {
+  return {"build", "Compile solutions to shared objects (cached), reporting compiler errors and missing entry points",
+          [](CLI::App& sub) {
+            struct Opts {
+              std::vector<std::string> files;
+              std::string arch = "sm_90";
+              int timeout = 300;
+              bool no_cache = false;
+            };
+            auto o = std::make_shared<Opts>();
+            sub.add_option("files", o->files, "Solution .cu files")->required();
+            sub.add_option("--arch", o->arch, "nvcc -arch value")->envname("PKB_ARCH");
+            sub.add_option("--compile-timeout", o->timeout, "Seconds before nvcc is stopped");
+            sub.add_flag("--no-cache", o->no_cache, "Rebuild even if cached");
+            return std::function<int()>([o] {
+              CompileOptions co;
+              co.arch = o->arch;
+              co.timeout = std::chrono::seconds(o->timeout);
+              co.use_cache = !o->no_cache;
+              int failed = 0;
+              for (auto& f : o->files) {
+                auto r = compile_solution(f, co);
+                bool ok = r.ok && r.missing_entry_points.empty();
+                failed += !ok;
+                fmt::print("{:<60} {}{}\n", f, ok ? "ok" : (r.ok ? "missing entry points:" : (r.timed_out ? "compile timeout" : "compile error")),
+                           r.cached ? " (cached)" : fmt::format(" ({:.1f} s)", r.seconds));
+                for (auto& m : r.missing_entry_points) fmt::print("    {}\n", m);
+                if (!r.ok) fmt::print("{}\n", r.log);
+              }
+              return failed ? 1 : 0;
+            });
+          }};
+}
+
+Command version_command() {
+  return {"version", "Print versions of pkb, its record schema, CUDA and NCCL", [](CLI::App&) {
+            return std::function<int()>([] {
+              auto s = probe_system();
+              fmt::print("pkb {} (record schema {})\nCUDA runtime {}, driver {}, NCCL {}\nGPUs visible: {}{}\n", kHarnessVersion,
+                         kSchemaVersion, cuda_version_string(s.cuda_runtime), cuda_version_string(s.cuda_driver),
+                         nccl_version_string(s.nccl), s.gpu_count, s.gpu_count ? " x " + s.gpu_name : " (" + s.error + ")");
+              return 0;
+            });
+          }};
+}
+
+}  // namespace pkb::cli

@@ -1,0 +1,34 @@
+// The subcommand table: each row holds a name, one line of help, a function that declares its
+// flags (each flag once, with its PKB_* environment override) and a handler. `pkb help`, the
+// "did you mean" suggestion and dispatch all come from this table.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pkb::cli {
+
+struct Command {
+  std::string name;
+  std::string help;
+  /// Declares the flags on `sub` and returns the handler to run if this subcommand is chosen.
+  std::function<std::function<int()>(CLI::App& sub)> setup;
+};
+
+/// Every subcommand, in the order `pkb --help` lists them.
+std::vector<Command> command_table();
+
+// One function per command family (each in its own file).
+Command list_command();
+Command show_command();
+Command run_command();
+Command eval_command();
+Command build_command();
+Command version_command();
+
+/// Directory of the running pkb executable (where pkb-worker lives).
+std::string self_dir();
+
+}  // namespace pkb::cli

@@ -1,0 +1,66 @@
+// pkb: ParallelKernelBench in C++/CUDA. See README.md, or `pkb --help`.
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "core/interrupt.hpp"
+#include "core/strings.hpp"
+
+int main(int argc, char** argv) {
+  using namespace pkb;
+  auto table = cli::command_table();
+  // "did you mean": an unknown first word that is not a flag.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string word = argv[1];
+    bool known = word == "help";
+    std::vector<std::string> names;
+    for (auto& c : table) {
+      names.push_back(c.name);
+      known |= c.name == word;
+    }
+    if (!known) {
+      auto near = closest_matches(word, names);
+      std::fprintf(stderr, "pkb: unknown command '%s'%s%s\nRun `pkb --help` for the list of commands.\n", word.c_str(),
+                   near.empty() ? "" : "; did you mean ", near.empty() ? "" : near[0].c_str());
+      return 2;
+    }
+    if (word == "help") argv[1] = const_cast<char*>("--help");
+  }
+  CLI::App app{
+      "pkb — ParallelKernelBench: multi-GPU CUDA kernels evaluated against NCCL baselines.\n"
+      "Each problem is a distributed workload with a framework+NCCL baseline; a solution replaces it with\n"
+      "its own CUDA. pkb checks every rank's outputs on fresh secret inputs and times both on all ranks.",
+      "pkb"};
+  app.require_subcommand(1);
+  app.footer("Examples:\n  pkb list\n  pkb show 1 --gpus 4\n  pkb run 1 --oracle\n"
+             "  pkb eval 1 --solution solutions/examples/1_allreduce_oneshot.cu --json results.jsonl\n"
+             "Exit codes: 0 ok, 1 the solution failed, 2 bad input, 3 harness error, 130 interrupted.");
+  std::function<int()> handler;
+  for (auto& c : table) {
+    CLI::App* sub = app.add_subcommand(c.name, c.help);
+    auto h = c.setup(*sub);
+    sub->callback([&handler, h] { handler = h; });
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  install_interrupt_handlers();
+  try {
+    return handler ? handler() : 2;
+  } catch (const Interrupted&) {
+    std::fprintf(stderr, "\npkb: interrupted; the running job was stopped\n");
+    return 130;
+  } catch (const Error& e) {
+    bool user = e.code() == Errc::invalid_argument || e.code() == Errc::not_found || e.code() == Errc::parse_error;
+    std::fprintf(stderr, "%spkb: error: %s\n", isatty(2) ? "\r\033[K" : "", e.what());
+    return user ? 2 : 3;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%spkb: internal error: %s\n", isatty(2) ? "\r\033[K" : "", e.what());
+    return 3;
+  }
+}

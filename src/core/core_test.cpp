@@ -1,0 +1,166 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "core/digest.hpp"
+#include "core/error.hpp"
+#include "core/dtype.hpp"
+#include "core/hash.hpp"
+#include "core/philox.hpp"
+#include "core/poison.hpp"
+#include "core/stats.hpp"
+#include "core/strings.hpp"
+
+namespace pkb {
+namespace {
+
+// Known-answer vectors published with Random123 (kat_vectors), counter[4] key[2] -> out[4].
+TEST(Philox, KnownAnswers) {
+  struct Kat {
+    rng::U32x4 ctr;
+    uint32_t k0, k1;
+    rng::U32x4 want;
+  };
+  Kat kats[] = {
+      {{{0, 0, 0, 0}}, 0, 0, {{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}}},
+      {{{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}}, 0xffffffff, 0xffffffff, {{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}}},
+      {{{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}}, 0xa4093822, 0x299f31d0, {{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}}},
+  };
+  for (auto& k : kats) {
+    auto got = rng::philox4x32_10(k.ctr, k.k0, k.k1);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(got.v[i], k.want.v[i]) << "word " << i;
+  }
+}
+
+TEST(Generate, StreamsDifferPerRankTrialAndTensor) {
+  std::set<uint64_t> keys;
+  for (uint64_t trial = 0; trial < 4; ++trial)
+    for (uint64_t rank = 0; rank < 8; ++rank)
+      for (uint64_t t = 0; t < 3; ++t) keys.insert(rng::tensor_key(42, trial, rank, t));
+  EXPECT_EQ(keys.size(), 4u * 8 * 3);
+  EXPECT_NE(rng::tensor_key(1, 0, 0, 0), rng::tensor_key(2, 0, 0, 0));
+}
+
+TEST(Generate, NormalHasUnitMomentsAndIsDeterministic) {
+  Dist d;  // standard normal
+  const size_t n = 200000;
+  std::vector<float> a(n), b(n);
+  uint64_t key = rng::tensor_key(7, 0, 1, 0);
+  for (size_t i = 0; i < n; ++i) {
+    generate_element(a.data(), DType::fp32, d, key, i);
+    generate_element(b.data(), DType::fp32, d, key, i);
+  }
+  EXPECT_EQ(a, b);
+  double sum = 0, sq = 0;
+  for (float x : a) {
+    sum += x;
+    sq += double(x) * x;
+  }
+  double mean = sum / n, var = sq / n - mean * mean;
+  EXPECT_NEAR(mean, 0.0, 0.01);
+  EXPECT_NEAR(var, 1.0, 0.02);
+}
+
+TEST(Generate, GridSumsAreExactInBf16) {
+  Dist d;
+  d.kind = DistKind::grid;
+  d.a = 1.0 / 16;
+  d.lo = -32;
+  d.hi = 32;
+  std::vector<uint16_t> buf(1000);
+  for (size_t i = 0; i < buf.size(); ++i) generate_element(buf.data(), DType::bf16, d, 99, i);
+  for (size_t i = 0; i < buf.size(); ++i) {
+    double v = num::bf16_to_float(buf[i]);
+    EXPECT_EQ(v * 16, std::round(v * 16));
+    EXPECT_LE(std::fabs(v), 2.0);
+  }
+  // Any sum of 8 such values is representable exactly in bf16 (|k| <= 256).
+  double s = 0;
+  for (int i = 0; i < 8; ++i) s += num::bf16_to_float(buf[i]);
+  EXPECT_EQ(num::bf16_to_float(num::float_to_bf16(static_cast<float>(s))), s);
+}
+
+TEST(Numeric, Bf16RoundsToNearestEven) {
+  EXPECT_EQ(num::float_to_bf16(1.0f), 0x3F80);
+  EXPECT_EQ(num::float_to_bf16(-2.0f), 0xC000);
+  // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties to even (1.0).
+  EXPECT_EQ(num::float_to_bf16(1.0f + 0x1p-8f), 0x3F80);
+  EXPECT_EQ(num::float_to_bf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3F81);
+  EXPECT_TRUE(std::isnan(num::bf16_to_float(num::float_to_bf16(NAN))));
+}
+
+TEST(Numeric, Fp16RoundTripsAndRounds) {
+  for (float f : {0.0f, 1.0f, -1.5f, 65504.0f, 0.000061035156f, 5.9604645e-08f})
+    EXPECT_EQ(num::fp16_to_float(num::float_to_fp16(f)), f) << f;
+  EXPECT_EQ(num::float_to_fp16(1.0f), 0x3C00);
+  EXPECT_EQ(num::float_to_fp16(70000.0f), 0x7C00);  // overflow to inf
+  EXPECT_EQ(num::float_to_fp16(1.0f + 0x1p-11f), 0x3C00);  // tie to even
+  EXPECT_EQ(num::float_to_fp16(1.0f + 0x1p-11f + 0x1p-20f), 0x3C01);
+}
+
+TEST(Poison, PatternsAreNaNForFloats) {
+  for (uint64_t bits : {0ull, 1ull, 0xffffffffffffffffull, 0x123456789ull}) {
+    EXPECT_TRUE(std::isnan(num::bf16_to_float(static_cast<uint16_t>(poison_pattern(DType::bf16, bits)))));
+    EXPECT_TRUE(std::isnan(num::fp16_to_float(static_cast<uint16_t>(poison_pattern(DType::fp16, bits)))));
+    EXPECT_TRUE(std::isnan(num::bits_float(static_cast<uint32_t>(poison_pattern(DType::fp32, bits)))));
+  }
+}
+
+TEST(Digest, DetectsAnyChangeAndPosition) {
+  std::vector<uint32_t> a(1024);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint32_t>(i * 2654435761u);
+  uint64_t d0 = digest_bytes(a.data(), a.size() * 4);
+  auto b = a;
+  std::swap(b[3], b[900]);
+  EXPECT_NE(digest_bytes(b.data(), b.size() * 4), d0);
+  b = a;
+  b[10] ^= 1;
+  EXPECT_NE(digest_bytes(b.data(), b.size() * 4), d0);
+  EXPECT_EQ(digest_bytes(a.data(), a.size() * 4), d0);
+  EXPECT_NE(digest_bytes(a.data(), 4095), d0);
+}
+
+TEST(Sha256, KnownAnswer) {
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(Sha256().update("a").update("bc").hex(), sha256_hex("abc"));
+}
+
+TEST(Strings, EditDistanceAndSuggestions) {
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
+  EXPECT_EQ(edit_distance("", "abc"), 3u);
+  auto m = closest_matches("allreduse", {"allreduce", "allgather", "reducescatter", "1_allreduce"});
+  ASSERT_FALSE(m.empty());
+  EXPECT_EQ(m[0], "allreduce");
+  EXPECT_TRUE(closest_matches("zzzzzz", {"allreduce"}).empty());
+}
+
+TEST(Strings, ParseSize) {
+  EXPECT_EQ(parse_size("8K"), 8192u);
+  EXPECT_EQ(parse_size("1M"), 1u << 20);
+  EXPECT_EQ(parse_size("2G"), 2ull << 30);
+  EXPECT_EQ(parse_size("64KB"), 65536u);
+  EXPECT_EQ(parse_size("123"), 123u);
+  EXPECT_FALSE(parse_size("abc"));
+  EXPECT_FALSE(parse_size(""));
+  EXPECT_EQ(format_bytes(1536), "1.5 KiB");
+}
+
+TEST(Stats, PercentilesAndSummary) {
+  std::vector<double> v{5, 1, 4, 2, 3};
+  EXPECT_DOUBLE_EQ(percentile(v, 0.5), 3);
+  EXPECT_DOUBLE_EQ(percentile(v, 0.0), 1);
+  EXPECT_DOUBLE_EQ(percentile(v, 1.0), 5);
+  EXPECT_DOUBLE_EQ(percentile(v, 0.1), 1.4);
+  auto s = summarize(v);
+  EXPECT_DOUBLE_EQ(s.mean, 3);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 5);
+  EXPECT_NEAR(s.stddev, std::sqrt(2.5), 1e-12);
+  auto m = max_over_ranks({{1, 5, 3}, {2, 4, 3.5}});
+  EXPECT_EQ(m, (std::vector<double>{2, 5, 3.5}));
+  EXPECT_THROW(max_over_ranks({{1, 2}, {1}}), Error);
+}
+
+}  // namespace
+}  // namespace pkb

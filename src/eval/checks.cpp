@@ -1,0 +1,265 @@
+#include <cmath>
+#include <cstdio>
+
+#include "core/digest.hpp"
+#include "core/error.hpp"
+#include "core/poison.hpp"
+#include "eval/compare.hpp"
+#include "eval/internal.hpp"
+#include "spec/oracle.hpp"
+
+namespace pkb::detail {
+
+using nlohmann::json;
+
+namespace {
+
+uint64_t parse_hex(const json& j) {
+  if (!j.is_string()) throw Error(Errc::protocol_error, "expected a hex digest");
+  return std::stoull(j.get<std::string>(), nullptr, 16);
+}
+
+std::string trial_what(int t, int r, const std::string& kind, const std::string& name) {
+  return "trial " + std::to_string(t) + " rank " + std::to_string(r) + " " + kind + " '" + name + "'";
+}
+
+size_t count_matching(std::string_view bytes, size_t esz, uint64_t pattern) {
+  size_t n = bytes.size() / esz, c = 0;
+  uint64_t mask = esz == 8 ? ~0ull : ((1ull << (8 * esz)) - 1);
+  for (size_t i = 0; i < n; ++i) c += element_bits_at(bytes.data(), esz, i) == (pattern & mask);
+  return c;
+}
+
+size_t count_nonfinite(std::string_view bytes, DType d) {
+  if (!is_floating(d)) return 0;
+  size_t n = bytes.size() / dtype_size(d), c = 0;
+  for (size_t i = 0; i < n; ++i) c += !std::isfinite(load_as_double(bytes.data(), d, i));
+  return c;
+}
+
+}  // namespace
+
+void check_sanity(const Prepared& p, const JobResult& job, EvalRecord& rec) {
+  const auto& ranks = p.inst.ranks;
+  for (size_t t = 0; t < job.trials.size(); ++t) {
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      const RankTrial& rt = job.trials[t][r];
+      for (size_t o = 0; o < ranks[r].outputs.size(); ++o) {
+        const TensorPlan& tp = ranks[r].outputs[o];
+        const json& m = rt.meta.at("outputs").at(o);
+        std::string what = trial_what(static_cast<int>(t), static_cast<int>(r), "output", tp.name);
+        uint64_t ret = parse_hex(m.at("digest_return")), after = parse_hex(m.at("digest_after"));
+        rec.add_check(ret == after, what + " fingerprint",
+                      "the output changed after pkb_run returned: work left running on another stream, or peers "
+                      "writing into it after this rank's call finished");
+        rec.add_check(digest_bytes(rt.outputs[o].data(), rt.outputs[o].size()) == after, what + " transfer",
+                      "the bytes received differ from the device fingerprint (the worker's report was altered)",
+                      nullptr, Status::flagged);
+        size_t unwritten = count_matching(rt.outputs[o], dtype_size(tp.dtype), parse_hex(m.at("poison")));
+        rec.add_check(unwritten == 0, what + " written",
+                      std::to_string(unwritten) + " of " + std::to_string(tp.numel()) + " elements were never written");
+        size_t nonfinite = count_nonfinite(rt.outputs[o], tp.dtype) - (unwritten && is_floating(tp.dtype) ? unwritten : 0);
+        rec.add_check(nonfinite == 0, what + " finite", std::to_string(nonfinite) + " elements are NaN or Inf");
+      }
+      for (size_t i = 0; i < ranks[r].inputs.size(); ++i) {
+        const json& m = rt.meta.at("inputs").at(i);
+        rec.add_check(m.at("digest_before") == m.at("digest_after"),
+                      trial_what(static_cast<int>(t), static_cast<int>(r), "input", ranks[r].inputs[i].name),
+                      "pkb_run modified this input (inputs are read-only)");
+      }
+    }
+  }
+}
+
+void check_trials(const Prepared& p, const JobResult& base, const JobResult& cand, EvalRecord& rec) {
+  bool identical = true;
+  const auto& ranks = p.inst.ranks;
+  for (size_t t = 0; t < cand.trials.size(); ++t)
+    for (size_t r = 0; r < ranks.size(); ++r)
+      for (size_t o = 0; o < ranks[r].outputs.size(); ++o) {
+        const TensorPlan& tp = ranks[r].outputs[o];
+        const std::string& got = cand.trials[t][r].outputs[o];
+        const std::string& want = base.trials[t][r].outputs[o];
+        identical &= got == want;
+        uint64_t poison = parse_hex(cand.trials[t][r].meta.at("outputs").at(o).at("poison"));
+        CompareStats s = compare_bytes(got, want, tp.dtype, p.inst.tolerance, poison);
+        rec.add_check(s.ok(), trial_what(static_cast<int>(t), static_cast<int>(r), "output", tp.name) + " vs baseline",
+                      s.ok() ? "" : describe_mismatch(s, tp.shape), to_json(s, tp.shape));
+      }
+  rec.bitwise_identical = identical;
+}
+
+namespace {
+
+/// Sample values of output o at timed call i from a rank's timing blob.
+struct SampleView {
+  const std::string* blob = nullptr;
+  size_t offset = 0, k = 0, esz = 0;
+  double at(size_t call, size_t j, DType d) const {
+    return load_as_double(blob->data() + offset + (call * k + j) * esz, d, 0);
+  }
+};
+
+std::vector<SampleView> sample_views(const RankTiming& rt, const RankPlan& plan, int iters) {
+  std::vector<SampleView> v;
+  size_t off = 0;
+  for (size_t o = 0; o < plan.outputs.size(); ++o) {
+    size_t k = rt.body.at("outputs").at(o).at("samples").get<size_t>();
+    size_t esz = dtype_size(plan.outputs[o].dtype);
+    v.push_back({&rt.samples, off, k, esz});
+    off += k * esz * static_cast<size_t>(iters);
+  }
+  if (off != rt.samples.size()) throw Error(Errc::protocol_error, "timing: sample bytes do not match the plan");
+  return v;
+}
+
+}  // namespace
+
+void check_timed_calls(const Prepared& p, const JobResult& base, const JobResult& cand, EvalRecord& rec) {
+  const auto& ranks = p.inst.ranks;
+  bool identical = rec.bitwise_identical.value_or(true);
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const RankTiming& ct = cand.timing.at(r);
+    const RankTiming& bt = base.timing.at(r);
+    int iters = ct.body.at("iters").get<int>();
+    if (iters != bt.body.at("iters").get<int>()) throw Error(Errc::protocol_error, "timing: iteration counts differ");
+    auto cv = sample_views(ct, ranks[r], iters), bv = sample_views(bt, ranks[r], iters);
+    for (size_t o = 0; o < ranks[r].outputs.size(); ++o) {
+      const TensorPlan& tp = ranks[r].outputs[o];
+      const json& co = ct.body.at("outputs").at(o);
+      const json& bo = bt.body.at("outputs").at(o);
+      std::string what = "timed calls rank " + std::to_string(r) + " output '" + tp.name + "'";
+      int bad_calls = 0, first_bad = -1;
+      std::string first_msg;
+      for (int i = 0; i < iters; ++i) {
+        std::string msg;
+        auto unw = co.at("unwritten").at(i).get<unsigned long long>();
+        auto nf = co.at("nonfinite").at(i).get<unsigned long long>();
+        if (unw) msg = std::to_string(unw) + " elements never written";
+        else if (nf > bo.at("nonfinite").at(i).get<unsigned long long>()) msg = std::to_string(nf) + " elements are NaN or Inf";
+        else {
+          for (size_t j = 0; j < cv[o].k; ++j) {
+            double g = cv[o].at(static_cast<size_t>(i), j, tp.dtype), e = bv[o].at(static_cast<size_t>(i), j, tp.dtype);
+            double tol = p.inst.tolerance.atol + p.inst.tolerance.rtol * std::fabs(e);
+            bool ok = std::isnan(e) ? std::isnan(g) : (std::isinf(e) ? g == e : std::fabs(g - e) <= tol);
+            if (!ok) {
+              char buf[160];
+              std::snprintf(buf, sizeof buf, "sampled element %zu: got %.6g, expected %.6g", j, g, e);
+              msg = buf;
+              break;
+            }
+          }
+        }
+        identical &= co.at("digests").at(i) == bo.at("digests").at(i);
+        if (!msg.empty()) {
+          if (first_bad < 0) {
+            first_bad = i;
+            first_msg = msg;
+          }
+          ++bad_calls;
+        }
+      }
+      rec.add_check(bad_calls == 0, what,
+                    bad_calls ? std::to_string(bad_calls) + " of " + std::to_string(iters) + " timed calls wrong; first, call " +
+                                    std::to_string(first_bad) + ": " + first_msg
+                              : "");
+    }
+    for (size_t i = 0; i < ranks[r].inputs.size(); ++i) {
+      const json& ci = ct.body.at("inputs").at(i);
+      int changed = 0;
+      for (int c = 0; c < iters; ++c) changed += ci.at("gen").at(c) != ci.at("after").at(c);
+      rec.add_check(changed == 0, "timed calls rank " + std::to_string(r) + " input '" + ranks[r].inputs[i].name + "'",
+                    std::to_string(changed) + " timed calls modified this input (inputs are read-only)");
+    }
+  }
+  rec.bitwise_identical = identical;
+}
+
+SideTiming summarize_timing(const JobResult& job, EvalRecord& rec, const std::string& label) {
+  SideTiming st;
+  if (job.timing.empty()) return st;
+  std::vector<std::vector<double>> per_rank;
+  for (size_t r = 0; r < job.timing.size(); ++r) {
+    const json& b = job.timing[r].body;
+    std::vector<double> us;
+    double sum_ms = 0;
+    for (auto& x : b.at("times_ms")) {
+      us.push_back(x.get<double>() * 1000.0);
+      sum_ms += x.get<double>();
+    }
+    double span = b.at("span_ms").get<double>(), host = b.at("host_ms").get<double>();
+    st.span_ms = std::max(st.span_ms, span);
+    st.host_ms = std::max(st.host_ms, host);
+    // Per-call intervals lie inside the span, and the span inside the host's wall clock.
+    bool plausible = sum_ms <= span * 1.02 + 0.02 && span <= host * 1.02 + 0.2;
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "timer readings inconsistent: calls sum to %.3f ms, GPU span %.3f ms, host wall clock %.3f ms",
+                  sum_ms, span, host);
+    rec.add_check(plausible, label + " timing rank " + std::to_string(r), plausible ? "" : buf, nullptr, Status::flagged);
+    per_rank.push_back(std::move(us));
+  }
+  st.per_iter_us = max_over_ranks(per_rank);
+  st.us = summarize(st.per_iter_us);
+  st.iters = job.timing[0].body.at("iters").get<int>();
+  st.warmup = job.timing[0].body.at("warmup").get<int>();
+  st.groups = job.timing[0].body.at("groups").get<int>();
+  st.measured = true;
+  return st;
+}
+
+void check_oracle(const Prepared& p, const JobResult& job, EvalRecord& rec) {
+  OracleFn fn = find_oracle(p.spec.stem);
+  if (!fn) throw Error(Errc::invalid_argument, p.spec.stem + " has no CPU oracle");
+  const auto& ranks = p.inst.ranks;
+  for (size_t t = 0; t < job.trials.size(); ++t) {
+    OracleIO io;
+    io.world = p.inst.world;
+    io.vars = p.inst.vars;
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      std::vector<OracleTensor> ins, outs;
+      for (size_t i = 0; i < ranks[r].inputs.size(); ++i) {
+        const TensorPlan& tp = ranks[r].inputs[i];
+        const std::string& bytes = job.trials[t][r].inputs.at(i);
+        // The driver regenerates the input on the CPU: it must match the GPU's bit for bit.
+        std::string host(bytes.size(), '\0');
+        uint64_t key = rng::tensor_key(p.seed, t, r, i);
+        for (size_t e = 0; e < tp.numel(); ++e) generate_element(host.data(), tp.dtype, tp.dist, key, e);
+        rec.add_check(host == bytes, trial_what(static_cast<int>(t), static_cast<int>(r), "input", tp.name) + " host/device generation",
+                      "the GPU generated different input bytes than the CPU", nullptr, Status::harness_error);
+        OracleTensor ot{tp.name, tp.shape, std::vector<double>(tp.numel())};
+        for (size_t e = 0; e < tp.numel(); ++e) ot.values[e] = load_as_double(bytes.data(), tp.dtype, e);
+        ins.push_back(std::move(ot));
+      }
+      for (auto& tp : ranks[r].outputs) outs.push_back({tp.name, tp.shape, std::vector<double>(tp.numel(), 0.0)});
+      io.inputs.push_back(std::move(ins));
+      io.outputs.push_back(std::move(outs));
+    }
+    fn(io);
+    for (size_t r = 0; r < ranks.size(); ++r)
+      for (size_t o = 0; o < ranks[r].outputs.size(); ++o) {
+        const TensorPlan& tp = ranks[r].outputs[o];
+        CompareStats s = compare_to_values(job.trials[t][r].outputs[o], tp.dtype, io.outputs[r][o].values, p.inst.tolerance);
+        rec.add_check(s.ok(), trial_what(static_cast<int>(t), static_cast<int>(r), "output", tp.name) + " vs oracle",
+                      s.ok() ? "" : describe_mismatch(s, tp.shape), to_json(s, tp.shape));
+      }
+  }
+}
+
+void conclude_checks(EvalRecord& rec) {
+  if (rec.checks.empty() || rec.status != Status::ok) return;
+  const Check* pick = nullptr;
+  for (Status s : {Status::harness_error, Status::mismatch, Status::flagged}) {
+    for (auto& c : rec.checks)
+      if (c.status == s) {
+        pick = &c;
+        break;
+      }
+    if (pick) break;
+  }
+  if (!pick) pick = &rec.checks.front();
+  rec.status = pick->status;
+  rec.message = pick->what + ": " + pick->message;
+  if (rec.checks.size() > 1) rec.message += " (+" + std::to_string(rec.checks.size() - 1) + " more failed checks)";
+}
+
+}  // namespace pkb::detail

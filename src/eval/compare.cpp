@@ -1,0 +1,96 @@
+#include "eval/compare.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.hpp"
+#include "core/poison.hpp"
+
+namespace pkb {
+
+namespace {
+
+template <typename Expected>
+CompareStats compare_core(std::string_view got, DType dtype, size_t numel, Expected&& expected, Tolerance tol,
+                          std::optional<uint64_t> poison) {
+  CompareStats s;
+  s.numel = numel;
+  const size_t esz = dtype_size(dtype);
+  if (got.size() != numel * esz) fail(Errc::internal, "compare: buffer size does not match its shape");
+  for (size_t i = 0; i < numel; ++i) {
+    double e = expected(i);
+    double g = load_as_double(got.data(), dtype, i);
+    bool bad = false;
+    if (poison && element_bits_at(got.data(), esz, i) == (*poison & (esz == 8 ? ~0ull : ((1ull << (8 * esz)) - 1)))) {
+      ++s.unwritten;
+      bad = true;
+    } else if (std::isnan(e)) {
+      bad = !std::isnan(g);
+    } else if (std::isinf(e)) {
+      bad = g != e;
+    } else if (!std::isfinite(g)) {
+      ++s.nonfinite;
+      bad = true;
+    } else {
+      double diff = std::fabs(g - e);
+      s.max_abs = std::max(s.max_abs, diff);
+      if (e != 0.0) s.max_rel = std::max(s.max_rel, diff / std::fabs(e));
+      bad = diff > tol.atol + tol.rtol * std::fabs(e);
+    }
+    if (bad) {
+      if (s.first_bad < 0) {
+        s.first_bad = static_cast<long long>(i);
+        s.got = g;
+        s.expected = e;
+      }
+      ++s.mismatches;
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+CompareStats compare_bytes(std::string_view got, std::string_view expected, DType dtype, Tolerance tol,
+                           std::optional<uint64_t> poison) {
+  if (got.size() != expected.size()) fail(Errc::internal, "compare: sizes differ");
+  size_t numel = got.size() / dtype_size(dtype);
+  return compare_core(got, dtype, numel, [&](size_t i) { return load_as_double(expected.data(), dtype, i); }, tol, poison);
+}
+
+CompareStats compare_to_values(std::string_view got, DType dtype, const std::vector<double>& expected, Tolerance tol,
+                               std::optional<uint64_t> poison) {
+  return compare_core(got, dtype, expected.size(), [&](size_t i) { return expected[i]; }, tol, poison);
+}
+
+std::string format_index(long long flat, const std::vector<long long>& shape) {
+  if (shape.empty()) return "[]";
+  std::vector<long long> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    long long n = std::max(shape[d], 1ll);
+    idx[d] = flat % n;
+    flat /= n;
+  }
+  std::string out = "[";
+  for (size_t d = 0; d < idx.size(); ++d) out += (d ? ", " : "") + std::to_string(idx[d]);
+  return out + "]";
+}
+
+std::string describe_mismatch(const CompareStats& s, const std::vector<long long>& shape) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%zu of %zu elements wrong (%zu unwritten, %zu non-finite); first at %s: got %.6g, expected %.6g; max abs err %.3g, max rel err %.3g",
+                s.mismatches, s.numel, s.unwritten, s.nonfinite, format_index(s.first_bad, shape).c_str(), s.got,
+                s.expected, s.max_abs, s.max_rel);
+  return buf;
+}
+
+nlohmann::json to_json(const CompareStats& s, const std::vector<long long>& shape) {
+  nlohmann::json j{{"numel", s.numel}, {"mismatches", s.mismatches}, {"unwritten", s.unwritten},
+                   {"nonfinite", s.nonfinite}, {"max_abs_err", s.max_abs}, {"max_rel_err", s.max_rel}};
+  if (s.first_bad >= 0) {
+    j["first_mismatch"] = {{"index", format_index(s.first_bad, shape)}, {"got", s.got}, {"expected", s.expected}};
+  }
+  return j;
+}
+
+}  // namespace pkb

@@ -1,0 +1,43 @@
+// Element-wise comparison of an output with its expected value under the problem's tolerance:
+// |got - expected| <= atol + rtol * |expected|; NaN must meet NaN, an infinity the same infinity,
+// and an element still holding the poison pattern is "unwritten". The worst element is reported.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "spec/spec.hpp"
+
+namespace pkb {
+
+struct CompareStats {
+  size_t numel = 0;
+  size_t mismatches = 0;   // elements outside the tolerance (unwritten ones included)
+  size_t unwritten = 0;    // elements equal to the poison pattern
+  size_t nonfinite = 0;    // NaN/Inf where the expected value is finite
+  double max_abs = 0, max_rel = 0;
+  long long first_bad = -1;  // flat index of the first mismatching element
+  double got = 0, expected = 0;
+  bool ok() const { return mismatches == 0; }
+};
+
+/// Compares raw output bytes with raw expected bytes of the same dtype.
+CompareStats compare_bytes(std::string_view got, std::string_view expected, DType dtype, Tolerance tol,
+                           std::optional<uint64_t> poison = std::nullopt);
+/// Compares raw output bytes with expected values in double precision (an oracle).
+CompareStats compare_to_values(std::string_view got, DType dtype, const std::vector<double>& expected, Tolerance tol,
+                               std::optional<uint64_t> poison = std::nullopt);
+
+/// "[2, 17, 5]" for a flat index into a row-major shape.
+std::string format_index(long long flat, const std::vector<long long>& shape);
+
+/// One line describing a failed comparison: where, got vs expected, how many.
+std::string describe_mismatch(const CompareStats& s, const std::vector<long long>& shape);
+
+nlohmann::json to_json(const CompareStats& s, const std::vector<long long>& shape);
+
+}  // namespace pkb

@@ -1,0 +1,61 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/numeric.hpp"
+#include "core/poison.hpp"
+#include "eval/compare.hpp"
+
+namespace pkb {
+namespace {
+
+std::string f32(std::vector<float> v) { return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4); }
+
+TEST(Compare, ToleranceRuleIsAbsPlusRelOfExpected) {
+  Tolerance tol{0.01, 0.01};
+  // |got - exp| <= 0.01 + 0.01 * |exp|: at exp = 100 the allowance is 1.01.
+  EXPECT_TRUE(compare_bytes(f32({101.0f}), f32({100.0f}), DType::fp32, tol).ok());
+  EXPECT_FALSE(compare_bytes(f32({101.02f}), f32({100.0f}), DType::fp32, tol).ok());
+  EXPECT_TRUE(compare_bytes(f32({0.0099f}), f32({0.0f}), DType::fp32, tol).ok());
+  EXPECT_FALSE(compare_bytes(f32({0.0101f}), f32({0.0f}), DType::fp32, tol).ok());
+}
+
+TEST(Compare, ReportsWorstAndFirstMismatch) {
+  auto s = compare_bytes(f32({1, 2, 3, 4, 5, 6}), f32({1, 2, 3.5f, 4, 5, 9}), DType::fp32, {0.01, 0.01});
+  EXPECT_EQ(s.mismatches, 2u);
+  EXPECT_EQ(s.first_bad, 2);
+  EXPECT_FLOAT_EQ(s.got, 3);
+  EXPECT_FLOAT_EQ(s.expected, 3.5);
+  EXPECT_DOUBLE_EQ(s.max_abs, 3.0);
+  EXPECT_EQ(format_index(5, {2, 3}), "[1, 2]");
+  EXPECT_NE(describe_mismatch(s, {2, 3}).find("first at [0, 2]"), std::string::npos);
+}
+
+TEST(Compare, NonFiniteRules) {
+  float inf = INFINITY, nan = NAN;
+  EXPECT_TRUE(compare_bytes(f32({nan, inf, -inf}), f32({nan, inf, -inf}), DType::fp32, {0.01, 0.01}).ok());
+  EXPECT_FALSE(compare_bytes(f32({1}), f32({nan}), DType::fp32, {0.01, 0.01}).ok());
+  EXPECT_FALSE(compare_bytes(f32({inf}), f32({-inf}), DType::fp32, {0.01, 0.01}).ok());
+  auto s = compare_bytes(f32({nan}), f32({1}), DType::fp32, {0.01, 0.01});
+  EXPECT_EQ(s.nonfinite, 1u);
+}
+
+TEST(Compare, PoisonedElementsAreUnwritten) {
+  uint64_t p = poison_pattern(DType::bf16, 12345);
+  std::vector<uint16_t> got{num::float_to_bf16(1.0f), static_cast<uint16_t>(p)};
+  std::vector<uint16_t> exp{num::float_to_bf16(1.0f), num::float_to_bf16(2.0f)};
+  std::string g(reinterpret_cast<char*>(got.data()), 4), e(reinterpret_cast<char*>(exp.data()), 4);
+  auto s = compare_bytes(g, e, DType::bf16, {0.01, 0.01}, p);
+  EXPECT_EQ(s.unwritten, 1u);
+  EXPECT_EQ(s.mismatches, 1u);
+  EXPECT_FALSE(s.ok());
+}
+
+TEST(Compare, AgainstOracleValues) {
+  auto s = compare_to_values(f32({1.0f, 2.0f}), DType::fp32, {1.0, 2.5}, {0.01, 0.01});
+  EXPECT_EQ(s.mismatches, 1u);
+  EXPECT_EQ(s.first_bad, 1);
+}
+
+}  // namespace
+}  // namespace pkb

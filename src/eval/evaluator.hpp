@@ -1,0 +1,48 @@
+// The two evaluation flows:
+//   run  (PKB's "dryrun"): one solution alone; outputs checked for sanity (written, finite, stable,
+//        inputs untouched) and, with an oracle, for correctness; optional timing.
+//   eval (PKB's "eval"): baseline and candidate as separate jobs on the same secret inputs; every
+//        output of every trial and every timed call compared; speedup from the same run.
+#pragma once
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "build/compiler.hpp"
+#include "eval/job.hpp"
+#include "report/record.hpp"
+
+namespace pkb {
+
+struct EvalOptions {
+  std::string problem;
+  std::string solution;  // a .cu path; "reference" (or "baseline") = the problem's reference.cu
+  int gpus = 0;          // 0: every visible GPU
+  std::string dtype = "bf16";
+  std::string size;      // size class; empty = the spec's default
+  std::vector<std::pair<std::string, long long>> size_overrides;  // -M / -N / --set K=V
+  int trials = 5;
+  std::optional<double> atol, rtol;
+  int warmup = 500, iters = 100;
+  bool perf = true;
+  double timeout_s = 60;  // per phase (each trial; the timed phase gets 5x)
+  std::string json_out, dump_dir;
+  bool oracle = false;    // run: compare with the problem's CPU oracle
+  std::string problems_dir;
+  CompileOptions compile;
+  bool progress = true;
+  std::vector<std::string> argv;
+  std::string worker_exe;  // pkb-worker
+  std::optional<uint64_t> seed;  // for reproducing a run; secret and fresh by default
+};
+
+/// Throws Error(invalid_argument / not_found) for bad input before anything is started;
+/// everything that happens after that is in the record.
+EvalRecord run_eval(const EvalOptions& opts);
+EvalRecord run_dry(const EvalOptions& opts);
+
+/// Exit code for a record: 0 ok, 1 the solution failed, 3 harness error.
+int exit_code_for(const EvalRecord& r);
+
+}  // namespace pkb

@@ -1,0 +1,312 @@
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "core/hash.hpp"
+#include "eval/internal.hpp"
+#include "spec/registry.hpp"
+
+namespace pkb {
+
+namespace detail {
+
+namespace {
+
+uint64_t secret_seed() {
+  uint64_t s = 0;
+  if (getrandom(&s, sizeof s, 0) != sizeof s) fail(Errc::io_error, "getrandom failed: cannot draw a secret seed");
+  return s;
+}
+
+bool is_reference_word(const std::string& s) { return s == "reference" || s == "baseline"; }
+
+}  // namespace
+
+Prepared prepare(const EvalOptions& opts) {
+  Prepared p;
+  auto all = discover_problems(problems_dir(opts.problems_dir));
+  const ProblemEntry& entry = find_problem(all, opts.problem);
+  p.spec = load_spec(entry.dir);
+  if (opts.solution.empty() || is_reference_word(opts.solution)) {
+    p.solution_path = p.spec.reference_path();
+    p.solution_is_reference = true;
+  } else {
+    p.solution_path = opts.solution;
+    std::error_code ec;
+    if (!std::filesystem::exists(p.solution_path, ec))
+      fail(Errc::invalid_argument, "solution file " + opts.solution + " does not exist");
+    if (!std::filesystem::is_regular_file(p.solution_path, ec) || access(p.solution_path.c_str(), R_OK) != 0)
+      fail(Errc::invalid_argument, "solution file " + opts.solution + " is not a readable file");
+  }
+  auto dtype = parse_dtype(opts.dtype);
+  if (!dtype) fail(Errc::invalid_argument, "unknown dtype '" + opts.dtype + "' (bf16, fp16, fp32, ...)");
+  if (opts.trials < 1) fail(Errc::invalid_argument, "--trials must be at least 1");
+  if (opts.iters < 1 && opts.perf) fail(Errc::invalid_argument, "--iters must be at least 1");
+  if (opts.warmup < 0) fail(Errc::invalid_argument, "--warmup cannot be negative");
+  if (opts.timeout_s <= 0) fail(Errc::invalid_argument, "--timeout must be positive");
+  p.sys = probe_system();
+  if (p.sys.gpu_count == 0)
+    fail(Errc::invalid_argument, "no GPU is visible (" + p.sys.error + "); pkb run/eval need 2 or more NVLink GPUs");
+  int world = opts.gpus > 0 ? opts.gpus : p.sys.gpu_count;
+  if (world > p.sys.gpu_count)
+    fail(Errc::invalid_argument, "--gpus " + std::to_string(world) + " but only " + std::to_string(p.sys.gpu_count) + " GPU(s) are visible");
+  SizeChoice sc{opts.size, opts.size_overrides};
+  p.inst = resolve(p.spec, world, sc, *dtype);
+  if (opts.atol) p.inst.tolerance.atol = *opts.atol;
+  if (opts.rtol) p.inst.tolerance.rtol = *opts.rtol;
+  p.seed = opts.seed ? *opts.seed : secret_seed();
+  return p;
+}
+
+EvalRecord start_record(const EvalOptions& opts, const Prepared& p, const char* kind) {
+  EvalRecord r;
+  r.kind = kind;
+  r.timestamp = now_iso8601();
+  r.argv = opts.argv;
+  r.problem_id = p.spec.id;
+  r.problem_stem = p.spec.stem;
+  r.problem_name = p.spec.name;
+  r.spec_hash = p.spec.hash;
+  r.world = p.inst.world;
+  r.dtype = std::string(to_string(p.inst.dtype));
+  r.size_name = p.inst.size_name;
+  for (auto& [k, v] : p.inst.vars)
+    if (k != "e") r.params[k] = v;
+  r.trials = opts.trials;
+  r.atol = p.inst.tolerance.atol;
+  r.rtol = p.inst.tolerance.rtol;
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(p.seed));
+  r.seed = buf;
+  r.system = {{"gpu", p.sys.gpu_name},
+              {"gpu_count", p.sys.gpu_count},
+              {"nvidia_driver", p.sys.nvidia_driver},
+              {"cuda_driver", cuda_version_string(p.sys.cuda_driver)},
+              {"cuda_runtime", cuda_version_string(p.sys.cuda_runtime)},
+              {"nccl", nccl_version_string(p.sys.nccl)},
+              {"hostname", p.sys.hostname}};
+  return r;
+}
+
+bool compile_side(const EvalOptions& opts, const std::filesystem::path& src, SideInfo& side, EvalRecord& rec,
+                  std::string& so_path, bool is_baseline) {
+  side.path = src.string();
+  side.sha256 = sha256_hex(read_file(src));
+  if (opts.progress) std::fprintf(stderr, "\r\033[K[pkb] compiling %s ...", side.label.c_str());
+  CompileResult cr = compile_solution(src, opts.compile);
+  side.compile_cached = cr.cached;
+  side.compile_s = cr.seconds;
+  so_path = cr.so_path.string();
+  Status failure = Status::ok;
+  std::string message;
+  if (!cr.ok) {
+    failure = Status::compile_error;
+    message = cr.timed_out ? "nvcc ran past its " + std::to_string(opts.compile.timeout.count()) + " s deadline"
+                           : "nvcc rejected " + src.filename().string();
+  } else if (!cr.missing_entry_points.empty()) {
+    failure = Status::load_error;
+    message = "the solution does not define extern \"C\"";
+    for (auto& m : cr.missing_entry_points) message += " " + m;
+  }
+  if (failure == Status::ok) return true;
+  rec.status = is_baseline ? Status::harness_error : failure;
+  rec.message = is_baseline ? "the baseline does not build: " + message : message;
+  rec.compile_log = cr.log;
+  return false;
+}
+
+std::vector<WorkerPlan> make_plans(const EvalOptions& opts, const Prepared& p, const std::string& so_path,
+                                   const std::string& role, bool timing, bool send_inputs) {
+  const Instance& inst = p.inst;
+  std::string nccl_id = nccl_unique_id_hex();
+  size_t max_in = 0;
+  for (auto& rp : inst.ranks) {
+    size_t b = 0;
+    for (auto& t : rp.inputs) b += t.bytes();
+    max_in = std::max(max_in, b);
+  }
+  double l2 = p.sys.l2_bytes > 0 ? static_cast<double>(p.sys.l2_bytes) : 64.0 * (1 << 20);
+  TimingPlan tp;
+  tp.enabled = timing;
+  tp.warmup = opts.warmup;
+  tp.iters = opts.iters;
+  tp.groups = max_in == 0 ? 2 : static_cast<int>(std::clamp(std::floor(tp.l2_factor * l2 / static_cast<double>(max_in)) + 1.0, 2.0, 128.0));
+  std::vector<WorkerPlan> plans;
+  for (auto& rp : inst.ranks) {
+    WorkerPlan w;
+    w.role = role;
+    w.problem = p.spec.stem;
+    w.world = inst.world;
+    w.rank = rp.rank;
+    w.device = rp.rank;  // one node: local rank = rank
+    w.dtype = inst.dtype;
+    w.so_path = so_path;
+    w.nccl_id_hex = nccl_id;
+    for (auto& t : rp.inputs) w.inputs.push_back({t.name, t.dtype, t.shape, t.dist});
+    for (auto& t : rp.outputs) w.outputs.push_back({t.name, t.dtype, t.shape, {}});
+    for (size_t g = 0; g < rp.groups.size(); ++g) {
+      GroupDesc gd{rp.groups[g].name, rp.groups[g].color, rp.groups[g].key, {}};
+      // Members: every rank with the same color, ordered by (key, rank), as ncclCommSplit orders them.
+      std::vector<std::pair<int, int>> m;
+      for (auto& other : inst.ranks)
+        if (other.groups[g].color == gd.color && gd.color >= 0) m.emplace_back(other.groups[g].key, other.rank);
+      std::sort(m.begin(), m.end());
+      for (auto& [k, r] : m) gd.members.push_back(r);
+      w.groups.push_back(std::move(gd));
+    }
+    for (auto& [k, v] : inst.vars)
+      if (k != "e") w.params.emplace_back(k, static_cast<long long>(v));
+    w.seed = p.seed;
+    w.trials = opts.trials;
+    w.send_inputs = send_inputs;
+    w.timing = tp;
+    plans.push_back(std::move(w));
+  }
+  return plans;
+}
+
+JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<WorkerPlan> plans, const std::string& label) {
+  LocalLauncher launcher;
+  JobConfig cfg;
+  cfg.plans = std::move(plans);
+  cfg.launch.world = p.inst.world;
+  cfg.launch.worker_argv = {opts.worker_exe};
+  char tmpl[] = "/tmp/pkb-job-XXXXXX";
+  if (!mkdtemp(tmpl)) fail(Errc::io_error, "cannot create a temporary directory for worker logs");
+  cfg.launch.log_dir = tmpl;
+  auto ms = [](double s) { return std::chrono::milliseconds(static_cast<long long>(s * 1000)); };
+  cfg.deadlines.trial = ms(opts.timeout_s);
+  cfg.deadlines.init = ms(std::max(opts.timeout_s, 60.0));
+  cfg.deadlines.timing = ms(opts.timeout_s * 5);
+  cfg.deadlines.finalize = ms(std::max(opts.timeout_s, 30.0));
+  int trials = opts.trials;
+  if (opts.progress)
+    cfg.on_phase = [label, trials](const std::string& phase) {
+      std::string shown = phase;
+      if (phase.rfind("trial ", 0) == 0) shown = "trial " + std::to_string(std::stoi(phase.substr(6)) + 1) + "/" + std::to_string(trials);
+      std::fprintf(stderr, "\r\033[K[pkb] %s: %s", label.c_str(), shown.c_str());
+    };
+  JobResult res;
+  try {
+    res = run_job(launcher, cfg);
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove_all(cfg.launch.log_dir, ec);
+    throw;
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(cfg.launch.log_dir, ec);
+  return res;
+}
+
+void apply_job_failure(const JobResult& job, EvalRecord& rec, bool is_baseline) {
+  rec.status = is_baseline ? Status::harness_error : job.status;
+  rec.message = (is_baseline ? "the baseline failed: " : "") + job.message;
+  rec.failed_rank = job.rank;
+  rec.failed_phase = job.phase;
+  rec.log_tail = job.log_tail;
+}
+
+void finish_record(const EvalOptions& opts, EvalRecord& rec, Clock::time_point t0) {
+  rec.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (opts.progress) std::fprintf(stderr, "\r\033[K");
+  if (!opts.json_out.empty()) append_line(opts.json_out, to_json(rec).dump());
+}
+
+}  // namespace detail
+
+using namespace detail;
+
+EvalRecord run_dry(const EvalOptions& opts) {
+  auto t0 = Clock::now();
+  Prepared p = prepare(opts);
+  EvalRecord rec = start_record(opts, p, "run");
+  rec.candidate.label = p.solution_is_reference ? "baseline" : "solution";
+  std::string so;
+  if (!compile_side(opts, p.solution_path, rec.candidate, rec, so, false)) {
+    finish_record(opts, rec, t0);
+    return rec;
+  }
+  bool want_inputs = opts.oracle || !opts.dump_dir.empty();
+  JobResult job = run_side(opts, p, make_plans(opts, p, so, rec.candidate.label, opts.perf, want_inputs), rec.candidate.label);
+  rec.candidate.job_wall_s = job.wall_s;
+  rec.candidate.teardown_clean = job.teardown_clean;
+  if (!job.teardown_clean) rec.warnings.push_back("teardown did not finish cleanly (the job was killed after its results were in)");
+  if (job.status != Status::ok) {
+    apply_job_failure(job, rec, false);
+  } else {
+    check_sanity(p, job, rec);
+    if (opts.oracle) check_oracle(p, job, rec);
+    if (opts.perf) rec.candidate_timing = summarize_timing(job, rec, rec.candidate.label);
+    conclude_checks(rec);
+    if (!opts.dump_dir.empty()) dump_artifacts(opts.dump_dir, p, job, "");
+  }
+  finish_record(opts, rec, t0);
+  return rec;
+}
+
+EvalRecord run_eval(const EvalOptions& opts) {
+  auto t0 = Clock::now();
+  Prepared p = prepare(opts);
+  EvalRecord rec = start_record(opts, p, "eval");
+  rec.baseline.label = "baseline";
+  rec.candidate.label = "candidate";
+  std::string base_so, cand_so;
+  if (!compile_side(opts, p.spec.reference_path(), rec.baseline, rec, base_so, true) ||
+      !compile_side(opts, p.solution_path, rec.candidate, rec, cand_so, false)) {
+    finish_record(opts, rec, t0);
+    return rec;
+  }
+  bool dump = !opts.dump_dir.empty();
+  JobResult base = run_side(opts, p, make_plans(opts, p, base_so, "baseline", opts.perf, dump), "baseline");
+  rec.baseline.job_wall_s = base.wall_s;
+  rec.baseline.teardown_clean = base.teardown_clean;
+  if (base.status != Status::ok) {
+    apply_job_failure(base, rec, true);
+    finish_record(opts, rec, t0);
+    return rec;
+  }
+  JobResult cand = run_side(opts, p, make_plans(opts, p, cand_so, "candidate", opts.perf, dump), "candidate");
+  rec.candidate.job_wall_s = cand.wall_s;
+  rec.candidate.teardown_clean = cand.teardown_clean;
+  for (auto* s : {&rec.baseline, &rec.candidate})
+    if (!s->teardown_clean) rec.warnings.push_back(s->label + ": teardown did not finish cleanly (killed after its results were in)");
+  if (dump) dump_artifacts(opts.dump_dir, p, base, "baseline");
+  if (cand.status != Status::ok) {
+    apply_job_failure(cand, rec, false);
+    finish_record(opts, rec, t0);
+    return rec;
+  }
+  if (dump) dump_artifacts(opts.dump_dir, p, cand, "candidate");
+  check_sanity(p, base, rec);  // a baseline that fails its own sanity checks is a harness problem
+  if (!rec.checks.empty() && std::any_of(rec.checks.begin(), rec.checks.end(), [](auto& c) { return !c.ok; })) {
+    rec.status = Status::harness_error;
+    rec.message = "the baseline's own outputs failed a sanity check: " + rec.checks.front().what + ": " + rec.checks.front().message;
+    finish_record(opts, rec, t0);
+    return rec;
+  }
+  check_sanity(p, cand, rec);
+  check_trials(p, base, cand, rec);
+  if (opts.perf) {
+    rec.baseline_timing = summarize_timing(base, rec, "baseline");
+    rec.candidate_timing = summarize_timing(cand, rec, "candidate");
+    check_timed_calls(p, base, cand, rec);
+  }
+  conclude_checks(rec);
+  if (opts.perf && rec.baseline_timing.measured && rec.candidate_timing.measured && rec.candidate_timing.us.median > 0)
+    rec.speedup = rec.baseline_timing.us.median / rec.candidate_timing.us.median;
+  finish_record(opts, rec, t0);
+  return rec;
+}
+
+int exit_code_for(const EvalRecord& r) {
+  if (r.status == Status::ok) return 0;
+  if (r.status == Status::harness_error) return 3;
+  return 1;
+}
+
+}  // namespace pkb

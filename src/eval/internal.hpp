@@ -1,0 +1,55 @@
+// Pieces shared by the run and eval flows (not part of the public interface).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "eval/evaluator.hpp"
+#include "eval/system.hpp"
+#include "spec/spec.hpp"
+
+namespace pkb::detail {
+
+struct Prepared {
+  Spec spec;
+  Instance inst;
+  SystemInfo sys;
+  uint64_t seed = 0;
+  std::filesystem::path solution_path;  // resolved candidate source
+  bool solution_is_reference = false;
+};
+
+/// Resolves the problem, sizes, dtype and GPU count; throws on bad input.
+Prepared prepare(const EvalOptions& opts);
+
+/// Record fields common to both flows.
+EvalRecord start_record(const EvalOptions& opts, const Prepared& p, const char* kind);
+
+/// Compiles one side; on failure fills the record (compile_error / load_error) and returns false.
+bool compile_side(const EvalOptions& opts, const std::filesystem::path& src, SideInfo& side, EvalRecord& rec,
+                  std::string& so_path, bool is_baseline);
+
+/// Plans for every rank of one job.
+std::vector<WorkerPlan> make_plans(const EvalOptions& opts, const Prepared& p, const std::string& so_path,
+                                   const std::string& role, bool timing, bool send_inputs);
+
+JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<WorkerPlan> plans, const std::string& label);
+
+// checks.cpp
+/// Checks a job's own outputs (written, finite, stable after return, inputs untouched).
+void check_sanity(const Prepared& p, const JobResult& job, EvalRecord& rec);
+/// Compares the candidate's trial outputs with the baseline's.
+void check_trials(const Prepared& p, const JobResult& base, const JobResult& cand, EvalRecord& rec);
+/// Compares every timed call of the candidate with the same call of the baseline.
+void check_timed_calls(const Prepared& p, const JobResult& base, const JobResult& cand, EvalRecord& rec);
+/// Compares trial outputs with the CPU oracle (needs inputs in the job result).
+void check_oracle(const Prepared& p, const JobResult& job, EvalRecord& rec);
+/// Per-iteration slowest-rank times and plausibility of one side's timing.
+SideTiming summarize_timing(const JobResult& job, EvalRecord& rec, const std::string& label);
+/// Sets status and message from the first failed check (if any).
+void conclude_checks(EvalRecord& rec);
+
+// dump.cpp
+void dump_artifacts(const std::string& dir, const Prepared& p, const JobResult& job, const std::string& side);
+
+}  // namespace pkb::detail

@@ -1,0 +1,266 @@
+#include "eval/job.hpp"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <optional>
+
+#include "core/error.hpp"
+#include "core/interrupt.hpp"
+#include "proto/channel.hpp"
+
+namespace pkb {
+
+using nlohmann::json;
+
+namespace {
+
+enum class Cause { crash = 0, reported = 1, timeout = 2, protocol = 3 };
+
+struct Failure {
+  Cause cause;
+  Status status;
+  int rank;
+  std::string phase, message;
+  Clock::time_point when;
+};
+
+struct RankState {
+  FrameDecoder dec;
+  bool eof = false, done = false, errored = false, counted_exit = false, timed_out = false;
+  std::string phase = "start";
+  Clock::time_point phase_start;
+  int trials_seen = 0;
+  std::optional<ExitInfo> exit;
+  Clock::time_point exit_seen;
+};
+
+std::chrono::milliseconds limit_for(const std::string& phase, const Deadlines& d) {
+  if (phase == "start" || phase == "setup" || phase == "load") return d.setup;
+  if (phase == "init") return d.init;
+  if (phase.rfind("trial", 0) == 0) return d.trial;
+  if (phase == "timing") return d.timing;
+  if (phase == "finalize") return d.finalize;
+  return d.teardown;  // "teardown"
+}
+
+class JobRunner {
+ public:
+  JobRunner(Launcher& l, const JobConfig& cfg) : launcher_(l), cfg_(cfg) {}
+
+  JobResult run() {
+    auto t0 = Clock::now();
+    int W = static_cast<int>(cfg_.plans.size());
+    job_ = launcher_.launch(cfg_.launch);
+    ranks_.resize(W);
+    res_.hello.resize(W);
+    res_.trials.resize(cfg_.plans.empty() ? 0 : cfg_.plans[0].trials, std::vector<RankTrial>(W));
+    for (int r = 0; r < W; ++r) {
+      ranks_[r].phase_start = Clock::now();
+      try {
+        send_message(job_->channel(r), {MsgKind::plan, json(cfg_.plans[r]), {}});
+      } catch (const Error& e) {
+        note({Cause::crash, Status::crash, r, "start", std::string("could not send the plan: ") + e.what(), Clock::now()});
+      }
+    }
+    loop();
+    finish();
+    res_.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    return std::move(res_);
+  }
+
+ private:
+  void note(Failure f) {
+    if (!first_failure_) first_failure_ = f.when;
+    failures_.push_back(std::move(f));
+  }
+
+  bool all_done() const {
+    return std::all_of(ranks_.begin(), ranks_.end(), [](const RankState& s) { return s.done; });
+  }
+
+  void handle(int r, Message m) {
+    RankState& s = ranks_[r];
+    switch (m.kind) {
+      case MsgKind::hello: res_.hello[r] = m.body; break;
+      case MsgKind::phase: {
+        s.phase = m.body.value("phase", std::string("?"));
+        s.phase_start = Clock::now();
+        report_progress();
+        break;
+      }
+      case MsgKind::trial: store_trial(r, std::move(m)); break;
+      case MsgKind::timing: {
+        if (res_.timing.empty()) res_.timing.resize(ranks_.size());
+        res_.timing[r] = {std::move(m.body), std::move(m.blob)};
+        break;
+      }
+      case MsgKind::error: {
+        s.errored = true;
+        auto st = parse_status(m.body.value("status", std::string("runtime_error")));
+        std::string phase = m.body.value("phase", s.phase);
+        if (s.done) {  // after results: a teardown problem, not the solution's failure
+          res_.teardown_clean = false;
+          break;
+        }
+        note({Cause::reported, st.value_or(Status::runtime_error), r, phase, m.body.value("message", std::string()), Clock::now()});
+        break;
+      }
+      case MsgKind::done: s.done = true; break;
+      case MsgKind::plan: throw Error(Errc::protocol_error, "a worker sent a plan message");
+    }
+  }
+
+  void store_trial(int r, Message m) {
+    int t = m.body.value("trial", -1);
+    if (t < 0 || t >= static_cast<int>(res_.trials.size()))
+      throw Error(Errc::protocol_error, "trial index out of range");
+    RankTrial rt;
+    size_t off = 0;
+    auto take = [&](const json& metas, std::vector<std::string>& into, const std::vector<TensorDesc>& descs) {
+      if (!metas.is_array() || metas.size() != descs.size()) throw Error(Errc::protocol_error, "trial: wrong tensor count");
+      for (size_t i = 0; i < descs.size(); ++i) {
+        size_t n = descs[i].bytes();
+        if (off + n > m.blob.size()) throw Error(Errc::protocol_error, "trial: blob too short");
+        into.emplace_back(m.blob, off, n);
+        off += n;
+      }
+    };
+    take(m.body.at("outputs"), rt.outputs, cfg_.plans[r].outputs);
+    if (cfg_.plans[r].send_inputs) take(m.body.at("inputs"), rt.inputs, cfg_.plans[r].inputs);
+    if (off != m.blob.size()) throw Error(Errc::protocol_error, "trial: blob size does not match the outputs");
+    rt.meta = std::move(m.body);
+    res_.trials[t][r] = std::move(rt);
+    ranks_[r].trials_seen++;
+  }
+
+  void report_progress() {
+    // Ranks move through phases together; rank 0's phase stands for the job's.
+    if (!cfg_.on_phase || ranks_[0].phase == last_phase_) return;
+    last_phase_ = ranks_[0].phase;
+    cfg_.on_phase(last_phase_);
+  }
+
+  void read_ready() {
+    std::vector<pollfd> pfds;
+    std::vector<int> who;
+    for (int r = 0; r < static_cast<int>(ranks_.size()); ++r)
+      if (!ranks_[r].eof) {
+        pfds.push_back({job_->channel(r), POLLIN, 0});
+        who.push_back(r);
+      }
+    if (pfds.empty()) {
+      usleep(2000);
+      return;
+    }
+    int n = poll(pfds.data(), pfds.size(), 20);
+    if (n <= 0) return;
+    for (size_t i = 0; i < pfds.size(); ++i) {
+      if (!(pfds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      int r = who[i];
+      char buf[1 << 16];
+      ssize_t got = read(pfds[i].fd, buf, sizeof buf);
+      if (got <= 0) {
+        if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        ranks_[r].eof = true;
+        continue;
+      }
+      try {
+        ranks_[r].dec.feed(buf, static_cast<size_t>(got));
+        while (auto m = ranks_[r].dec.next()) handle(r, std::move(*m));
+      } catch (const Error& e) {
+        // Stop listening to this rank; the grace period collects the rest, then the job is killed.
+        ranks_[r].eof = true;
+        ranks_[r].errored = true;
+        note({Cause::protocol, Status::runtime_error, r, ranks_[r].phase,
+              std::string("the worker broke the control protocol (") + e.what() + ")", Clock::now()});
+      }
+    }
+  }
+
+  void check_exits_and_deadlines() {
+    auto now = Clock::now();
+    for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) {
+      RankState& s = ranks_[r];
+      if (!s.exit) {
+        s.exit = job_->poll_exit(r);
+        if (s.exit) s.exit_seen = now;
+      }
+      // Wait for the channel's end (all messages read) unless a leftover child keeps it open.
+      bool drained = s.eof || now - s.exit_seen > std::chrono::milliseconds(200);
+      if (s.exit && drained && !s.done && !s.errored && !s.counted_exit) {
+        s.counted_exit = true;
+        std::string how = s.exit->exited ? "exited with code " + std::to_string(s.exit->code) : "was killed by " + s.exit->describe();
+        note({Cause::crash, Status::crash, r, s.phase, "rank " + std::to_string(r) + " " + how + " during " + s.phase, now});
+      }
+      if (!s.done && !s.errored && !s.exit && now - s.phase_start > limit_for(s.phase, cfg_.deadlines) && !s.timed_out) {
+        s.timed_out = true;
+        auto secs = std::chrono::duration_cast<std::chrono::milliseconds>(limit_for(s.phase, cfg_.deadlines)).count() / 1000.0;
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.1f", secs);
+        note({Cause::timeout, Status::timeout, r, s.phase, "rank " + std::to_string(r) + " spent more than " + buf + " s in " + s.phase, now});
+      }
+    }
+  }
+
+  void loop() {
+    while (true) {
+      check_interrupted();  // the Job's destructor kills the workers on the way out
+      read_ready();
+      check_exits_and_deadlines();
+      if (first_failure_ && Clock::now() - *first_failure_ > cfg_.deadlines.grace) break;
+      if (all_done()) break;
+    }
+  }
+
+  void finish() {
+    if (first_failure_) {
+      job_->kill();
+      job_->wait_all(Clock::now() + std::chrono::seconds(10));
+      // Root cause: a crash explains the errors and hangs it causes on other ranks; a reported
+      // error explains hangs. Within a class the earliest wins.
+      auto best = std::min_element(failures_.begin(), failures_.end(), [](const Failure& a, const Failure& b) {
+        if (a.cause != b.cause) return a.cause < b.cause;
+        return a.when < b.when;
+      });
+      res_.status = best->status;
+      res_.rank = best->rank;
+      res_.phase = best->phase;
+      res_.message = best->message;
+      res_.log_tail = tail_of_file(job_->log_path(best->rank));
+      return;
+    }
+    // All results are in; teardown is collective and has been seen to hang: bound it.
+    auto deadline = Clock::now() + cfg_.deadlines.teardown;
+    while (Clock::now() < deadline) {
+      read_ready();
+      bool all_exited = true;
+      for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) {
+        if (!ranks_[r].exit) ranks_[r].exit = job_->poll_exit(r);
+        all_exited &= ranks_[r].exit.has_value();
+      }
+      if (all_exited) break;
+    }
+    for (auto& s : ranks_)
+      if (!s.exit || !s.exit->exited || s.exit->code != 0) res_.teardown_clean = false;
+    job_->kill();
+    job_->wait_all(Clock::now() + std::chrono::seconds(10));
+  }
+
+  Launcher& launcher_;
+  const JobConfig& cfg_;
+  std::unique_ptr<Job> job_;
+  std::vector<RankState> ranks_;
+  std::vector<Failure> failures_;
+  std::optional<Clock::time_point> first_failure_;
+  std::string last_phase_;
+  JobResult res_;
+};
+
+}  // namespace
+
+JobResult run_job(Launcher& launcher, const JobConfig& cfg) { return JobRunner(launcher, cfg).run(); }
+
+}  // namespace pkb

@@ -1,0 +1,62 @@
+// Running one job (one solution on W ranks) from the driver: launch, send plans, collect messages
+// under per-phase deadlines, and always end with every process of the job gone.
+#pragma once
+#include <chrono>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/status.hpp"
+#include "launch/launcher.hpp"
+#include "proto/plan.hpp"
+
+namespace pkb {
+
+struct Deadlines {
+  std::chrono::milliseconds setup{180'000};     // process start + NCCL init + solution load
+  std::chrono::milliseconds init{120'000};      // pkb_init
+  std::chrono::milliseconds trial{60'000};      // each correctness trial
+  std::chrono::milliseconds timing{300'000};    // the whole timed phase
+  std::chrono::milliseconds finalize{60'000};   // pkb_finalize
+  std::chrono::milliseconds teardown{20'000};   // NCCL teardown after results are in (not charged)
+  std::chrono::milliseconds grace{300};         // after a first failure, time to collect its cause
+};
+
+struct RankTrial {
+  nlohmann::json meta;               // the trial message body
+  std::vector<std::string> outputs;  // raw bytes per output
+  std::vector<std::string> inputs;   // raw bytes per input (when requested)
+};
+
+struct RankTiming {
+  nlohmann::json body;
+  std::string samples;  // raw sample bytes, output after output
+};
+
+struct JobResult {
+  Status status = Status::ok;
+  std::string message;
+  int rank = -1;                       // the rank the failure is charged to
+  std::string phase;                   // the phase it happened in
+  std::vector<nlohmann::json> hello;   // per rank
+  std::vector<std::vector<RankTrial>> trials;  // [trial][rank]
+  std::vector<RankTiming> timing;      // [rank] (when timing ran)
+  double wall_s = 0;
+  bool teardown_clean = true;
+  std::string log_tail;                // the failing rank's log, last few KiB
+};
+
+struct JobConfig {
+  LaunchRequest launch;
+  std::vector<WorkerPlan> plans;  // one per rank
+  Deadlines deadlines;
+  /// Called on every phase change of the slowest rank (for progress display).
+  std::function<void(const std::string& phase)> on_phase;
+};
+
+/// Runs the job to completion or failure; never throws for anything the workers do, never leaves
+/// a process behind. Throws Error only if the job cannot be launched at all.
+JobResult run_job(Launcher& launcher, const JobConfig& cfg);
+
+}  // namespace pkb

@@ -1,0 +1,140 @@
+// The job runner against fake workers: deadlines, crash propagation, protocol abuse, leftovers.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "eval/job.hpp"
+
+namespace pkb {
+namespace {
+
+namespace fs = std::filesystem;
+
+class JobTest : public ::testing::Test {
+ protected:
+  fs::path tmp;
+  void SetUp() override {
+    tmp = fs::temp_directory_path() / ("pkb_job_test_" + std::to_string(getpid()) + "_" +
+                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(tmp);
+    fs::create_directories(tmp / "pids");
+  }
+  void TearDown() override {
+    // Whatever happened, nothing may be left running.
+    for (pid_t p : pids()) ::kill(p, SIGKILL);
+    fs::remove_all(tmp);
+  }
+  std::vector<pid_t> pids() {
+    std::vector<pid_t> out;
+    for (auto& e : fs::directory_iterator(tmp / "pids")) out.push_back(std::stoi(e.path().filename().string()));
+    return out;
+  }
+  bool alive(pid_t p) { return ::kill(p, 0) == 0 || errno != ESRCH; }
+
+  JobResult run(const std::string& mode, int world = 3, bool timing = true) {
+    JobConfig cfg;
+    cfg.launch.world = world;
+    cfg.launch.worker_argv = {PKB_FAKE_WORKER};
+    cfg.launch.env = {{"PKB_FAKE_MODE", mode}, {"PKB_FAKE_PIDS", (tmp / "pids").string()}};
+    cfg.launch.log_dir = tmp / "logs";
+    cfg.deadlines.trial = std::chrono::milliseconds(1500);
+    cfg.deadlines.teardown = std::chrono::milliseconds(1000);
+    for (int r = 0; r < world; ++r) {
+      WorkerPlan p;
+      p.world = world;
+      p.rank = r;
+      p.trials = 2;
+      p.seed = 77;
+      p.nccl_id_hex = "00";
+      p.outputs.push_back({"out", DType::fp32, {4, 4}, {}});
+      p.timing.enabled = timing;
+      p.timing.iters = 5;
+      cfg.plans.push_back(p);
+    }
+    LocalLauncher l;
+    return run_job(l, cfg);
+  }
+};
+
+TEST_F(JobTest, HealthyJobDeliversEverything) {
+  auto r = run("ok");
+  EXPECT_EQ(r.status, Status::ok) << r.message;
+  ASSERT_EQ(r.trials.size(), 2u);
+  ASSERT_EQ(r.trials[1].size(), 3u);
+  EXPECT_EQ(r.trials[1][2].outputs[0].size(), 64u);
+  ASSERT_EQ(r.timing.size(), 3u);
+  EXPECT_EQ(r.timing[1].body["times_ms"].size(), 5u);
+  EXPECT_TRUE(r.teardown_clean);
+  for (pid_t p : pids()) EXPECT_FALSE(alive(p));
+}
+
+TEST_F(JobTest, HangIsATimeoutWithinTheDeadlineAndKillsEveryone) {
+  auto t0 = Clock::now();
+  auto r = run("hang:1:trial 0");
+  double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT_EQ(r.status, Status::timeout);
+  EXPECT_EQ(r.phase, "trial 0");
+  EXPECT_LT(s, 6.0);
+  EXPECT_NE(r.message.find("trial 0"), std::string::npos) << r.message;
+  for (pid_t p : pids()) EXPECT_FALSE(alive(p)) << p;
+}
+
+TEST_F(JobTest, CrashOfOneRankIsChargedToItWhilePeersHang) {
+  auto r = run("crash:2:trial 1");
+  EXPECT_EQ(r.status, Status::crash);
+  EXPECT_EQ(r.rank, 2);
+  EXPECT_EQ(r.phase, "trial 1");
+  EXPECT_NE(r.message.find("signal 6"), std::string::npos) << r.message;
+  for (pid_t p : pids()) EXPECT_FALSE(alive(p));
+}
+
+TEST_F(JobTest, SilentEarlyExitIsACrash) {
+  auto r = run("exit:0:init");
+  EXPECT_EQ(r.status, Status::crash);
+  EXPECT_EQ(r.rank, 0);
+  EXPECT_NE(r.message.find("exited with code 0"), std::string::npos) << r.message;
+}
+
+TEST_F(JobTest, ReportedErrorKeepsItsStatusAndMessage) {
+  auto r = run("error:1:timing");
+  EXPECT_EQ(r.status, Status::runtime_error);
+  EXPECT_EQ(r.rank, 1);
+  EXPECT_EQ(r.phase, "timing");
+  EXPECT_EQ(r.message, "fake failure on purpose");
+}
+
+TEST_F(JobTest, ProtocolGarbageIsAFailureNotAHang) {
+  auto r = run("garbage:1:trial 0");
+  EXPECT_EQ(r.status, Status::runtime_error);
+  EXPECT_NE(r.message.find("control protocol"), std::string::npos) << r.message;
+}
+
+TEST_F(JobTest, ExitWhileAChildHoldsTheChannelIsStillDetected) {
+  auto t0 = Clock::now();
+  auto r = run("daemon:0:trial 0");
+  EXPECT_EQ(r.status, Status::crash);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 5.0);
+}
+
+TEST_F(JobTest, HangInTeardownIsNotChargedButKilled) {
+  auto r = run("hang:1:teardown");
+  EXPECT_EQ(r.status, Status::ok) << r.message;
+  EXPECT_FALSE(r.teardown_clean);
+  for (pid_t p : pids()) EXPECT_FALSE(alive(p));
+}
+
+TEST_F(JobTest, MissingWorkerBinaryIsAnError) {
+  JobConfig cfg;
+  cfg.launch.world = 2;
+  cfg.launch.worker_argv = {"/nonexistent/pkb-worker"};
+  cfg.launch.log_dir = tmp / "logs";
+  cfg.plans.resize(2);
+  LocalLauncher l;
+  EXPECT_THROW(run_job(l, cfg), Error);
+}
+
+}  // namespace
+}  // namespace pkb

@@ -1,0 +1,64 @@
+// Starting a job's workers, one process per GPU, and taking them down again. The evaluator talks
+// to a Job through its control channels and never cares how the processes were started: local
+// fork/exec today, mpirun/srun for several nodes behind the same interface.
+#pragma once
+#include <sys/types.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "proc/process.hpp"
+
+namespace pkb {
+
+struct LaunchRequest {
+  int world = 0;
+  /// The worker program and its fixed arguments; the launcher appends
+  /// `--control-fd <fd> --rank <r> --world <W>`.
+  std::vector<std::string> worker_argv;
+  std::vector<std::pair<std::string, std::string>> env;
+  /// Each rank's stdout and stderr go to <log_dir>/rank_<r>.log.
+  std::filesystem::path log_dir;
+  ResourceLimits limits;
+};
+
+/// A running job. Destroying it kills and reaps every process it started.
+class Job {
+ public:
+  virtual ~Job() = default;
+  virtual int world() const = 0;
+  /// The driver's end of rank r's control channel.
+  virtual int channel(int rank) const = 0;
+  /// Rank r's exit status once it has ended (non-blocking).
+  virtual std::optional<ExitInfo> poll_exit(int rank) = 0;
+  /// SIGKILL to every process of the job.
+  virtual void kill() = 0;
+  /// Waits for every rank to end; false if the deadline passed first.
+  virtual bool wait_all(Clock::time_point deadline) = 0;
+  /// Path of rank r's log file.
+  virtual std::filesystem::path log_path(int rank) const = 0;
+};
+
+class Launcher {
+ public:
+  virtual ~Launcher() = default;
+  virtual std::unique_ptr<Job> launch(const LaunchRequest& req) = 0;
+};
+
+/// fork/exec on this host: all ranks in one new process group, control channels over socketpairs
+/// (no TCP ports), NCCL_NVLS_ENABLE=0 forced in every worker's environment.
+class LocalLauncher : public Launcher {
+ public:
+  std::unique_ptr<Job> launch(const LaunchRequest& req) override;
+};
+
+/// The environment every worker gets, whatever the launcher (multicast stays off).
+std::vector<std::pair<std::string, std::string>> forced_worker_env();
+
+/// The last `max_bytes` of a file ("" if unreadable), for error reports.
+std::string tail_of_file(const std::filesystem::path& p, size_t max_bytes = 4096);
+
+}  // namespace pkb

@@ -1,0 +1,121 @@
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "launch/launcher.hpp"
+
+namespace pkb {
+
+std::vector<std::pair<std::string, std::string>> forced_worker_env() {
+  return {{"NCCL_NVLS_ENABLE", "0"},
+          {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"},
+          {"NVSHMEM_DISABLE_NVLS", "1"}};
+}
+
+std::string tail_of_file(const std::filesystem::path& p, size_t max_bytes) {
+  std::ifstream in(p, std::ios::binary | std::ios::ate);
+  if (!in) return {};
+  std::streamoff size = in.tellg();
+  std::streamoff start = size > static_cast<std::streamoff>(max_bytes) ? size - static_cast<std::streamoff>(max_bytes) : 0;
+  in.seekg(start);
+  std::string out(static_cast<size_t>(size - start), '\0');
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  return out;
+}
+
+namespace {
+
+class LocalJob : public Job {
+ public:
+  LocalJob(int world, std::filesystem::path log_dir) : log_dir_(std::move(log_dir)) {
+    pids_.assign(world, -1);
+    fds_.assign(world, -1);
+    exits_.resize(world);
+  }
+  ~LocalJob() override {
+    kill();
+    wait_all(Clock::now() + std::chrono::seconds(10));
+    for (int fd : fds_)
+      if (fd >= 0) close(fd);
+  }
+
+  int world() const override { return static_cast<int>(pids_.size()); }
+  int channel(int rank) const override { return fds_.at(rank); }
+  std::filesystem::path log_path(int rank) const override {
+    return log_dir_ / ("rank_" + std::to_string(rank) + ".log");
+  }
+
+  std::optional<ExitInfo> poll_exit(int rank) override {
+    if (exits_[rank]) return exits_[rank];
+    if (pids_[rank] <= 0) return ExitInfo{true, 0, 0};
+    exits_[rank] = try_reap(pids_[rank]);
+    return exits_[rank];
+  }
+
+  void kill() override {
+    if (pgid_ > 0) kill_group(pgid_, SIGKILL);
+    for (int r = 0; r < world(); ++r)
+      if (pids_[r] > 0 && !exits_[r]) ::kill(pids_[r], SIGKILL);
+  }
+
+  bool wait_all(Clock::time_point deadline) override {
+    bool all = true;
+    for (int r = 0; r < world(); ++r) {
+      if (exits_[r] || pids_[r] <= 0) continue;
+      exits_[r] = reap_until(pids_[r], deadline);
+      all &= exits_[r].has_value();
+    }
+    return all;
+  }
+
+  void start(const LaunchRequest& req) {
+    for (int r = 0; r < req.world; ++r) {
+      int sv[2];
+      if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        fail(Errc::io_error, std::string("socketpair: ") + std::strerror(errno));
+      fds_[r] = sv[0];
+      SpawnOptions o;
+      o.argv = req.worker_argv;
+      o.argv.insert(o.argv.end(), {"--control-fd", "3", "--rank", std::to_string(r), "--world", std::to_string(req.world)});
+      o.env_set = req.env;
+      for (auto& kv : forced_worker_env()) o.env_set.push_back(kv);
+      o.process_group = pgid_ > 0 ? pgid_ : 0;
+      o.fd_map = {{sv[1], 3}};
+      o.log_file = log_path(r);
+      o.limits = req.limits;
+      try {
+        Spawned s = spawn(o);
+        pids_[r] = s.pid;
+        if (pgid_ <= 0) pgid_ = s.pid;
+      } catch (...) {
+        close(sv[1]);
+        throw;
+      }
+      close(sv[1]);
+    }
+  }
+
+ private:
+  std::filesystem::path log_dir_;
+  std::vector<pid_t> pids_;
+  std::vector<int> fds_;
+  std::vector<std::optional<ExitInfo>> exits_;
+  pid_t pgid_ = -1;
+};
+
+}  // namespace
+
+std::unique_ptr<Job> LocalLauncher::launch(const LaunchRequest& req) {
+  if (req.world < 1) fail(Errc::invalid_argument, "a job needs at least one rank");
+  std::filesystem::create_directories(req.log_dir);
+  auto job = std::make_unique<LocalJob>(req.world, req.log_dir);
+  job->start(req);  // on failure the destructor kills what already started
+  return job;
+}
+
+}  // namespace pkb

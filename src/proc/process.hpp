@@ -1,0 +1,77 @@
+// Child processes: spawning into process groups, running a command with a deadline and captured
+// output, and killing whole groups. Everything that starts a process goes through here.
+#pragma once
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace pkb {
+
+using Clock = std::chrono::steady_clock;
+
+struct ResourceLimits {
+  long max_processes = 0;      // RLIMIT_NPROC (0: unchanged)
+  long max_file_bytes = 0;     // RLIMIT_FSIZE (0: unchanged)
+  long max_cpu_seconds = 0;    // RLIMIT_CPU (0: unchanged)
+};
+
+struct SpawnOptions {
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env_set;
+  std::filesystem::path cwd;
+  /// Process group: -1 keeps the parent's, 0 makes the child a new group leader, >0 joins it.
+  pid_t process_group = 0;
+  /// Parent fds to place at given child fd numbers (e.g. a socket at fd 3).
+  std::vector<std::pair<int, int>> fd_map;
+  /// Pipes to read the child's stdout and stderr (otherwise they are inherited).
+  bool capture_output = false;
+  /// Redirect stdout/stderr to this file (append), unless capture_output.
+  std::filesystem::path log_file;
+  ResourceLimits limits;
+};
+
+struct Spawned {
+  pid_t pid = -1;
+  int out_fd = -1, err_fd = -1;  // with capture_output
+};
+
+/// Forks and execs; throws Error(io_error) if the program cannot be started (the exec failure is
+/// reported through a close-on-exec pipe, so a missing binary is an error here, not a crash later).
+Spawned spawn(const SpawnOptions& opts);
+
+struct ExitInfo {
+  bool exited = false;  // normal exit (then code), else killed by signal
+  int code = 0;
+  int signal = 0;
+  std::string describe() const;  // "exit code 1", "signal 11 (Segmentation fault)"
+};
+
+/// Non-blocking: the exit status if the child has ended.
+std::optional<ExitInfo> try_reap(pid_t pid);
+/// Blocks until the child ends or the deadline passes.
+std::optional<ExitInfo> reap_until(pid_t pid, Clock::time_point deadline);
+
+/// SIGKILL to a whole process group (ignores a group that is already gone).
+void kill_group(pid_t pgid, int sig = 9);
+
+struct CommandResult {
+  ExitInfo exit;
+  bool timed_out = false;
+  bool output_truncated = false;
+  std::string out, err;
+  double seconds = 0;
+};
+
+/// Runs a command to completion with a deadline (the whole process group is killed on expiry) and
+/// keeps at most `max_output` bytes of each stream.
+CommandResult run_command(const SpawnOptions& opts, std::chrono::milliseconds timeout, size_t max_output = 1 << 20);
+
+/// Whether a program is on PATH (or is an existing path).
+std::optional<std::filesystem::path> find_program(const std::string& name);
+
+}  // namespace pkb

@@ -1,0 +1,117 @@
+#include "proto/plan.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "core/philox.hpp"
+
+namespace pkb {
+
+using nlohmann::json;
+
+void to_json(json& j, const Dist& d) {
+  j = json{{"kind", static_cast<int>(d.kind)}, {"a", d.a}, {"b", d.b}, {"lo", d.lo}, {"hi", d.hi}};
+}
+void from_json(const json& j, Dist& d) {
+  d.kind = static_cast<DistKind>(j.at("kind").get<int>());
+  d.a = j.at("a").get<double>();
+  d.b = j.at("b").get<double>();
+  d.lo = j.at("lo").get<int64_t>();
+  d.hi = j.at("hi").get<int64_t>();
+}
+
+void to_json(json& j, const TensorDesc& t) {
+  j = json{{"name", t.name}, {"dtype", std::string(to_string(t.dtype))}, {"shape", t.shape}, {"dist", t.dist}};
+}
+void from_json(const json& j, TensorDesc& t) {
+  t.name = j.at("name").get<std::string>();
+  auto d = parse_dtype(j.at("dtype").get<std::string>());
+  if (!d) fail(Errc::protocol_error, "plan: unknown dtype");
+  t.dtype = *d;
+  t.shape = j.at("shape").get<std::vector<long long>>();
+  t.dist = j.at("dist").get<Dist>();
+}
+
+void to_json(json& j, const TimingPlan& t) {
+  j = json{{"enabled", t.enabled},     {"warmup", t.warmup},
+           {"warmup_budget_ms", t.warmup_budget_ms}, {"iters", t.iters},
+           {"groups", t.groups},       {"l2_factor", t.l2_factor},
+           {"samples_per_output", t.samples_per_output}, {"predelay_us", t.predelay_us}};
+}
+void from_json(const json& j, TimingPlan& t) {
+  t.enabled = j.at("enabled").get<bool>();
+  t.warmup = j.at("warmup").get<int>();
+  t.warmup_budget_ms = j.at("warmup_budget_ms").get<double>();
+  t.iters = j.at("iters").get<int>();
+  t.groups = j.at("groups").get<int>();
+  t.l2_factor = j.at("l2_factor").get<double>();
+  t.samples_per_output = j.at("samples_per_output").get<int>();
+  t.predelay_us = j.at("predelay_us").get<double>();
+}
+
+void to_json(json& j, const WorkerPlan& p) {
+  json groups = json::array();
+  for (auto& g : p.groups)
+    groups.push_back({{"name", g.name}, {"color", g.color}, {"key", g.key}, {"members", g.members}});
+  json params = json::array();
+  for (auto& [k, v] : p.params) params.push_back({{"name", k}, {"value", v}});
+  j = json{{"role", p.role},
+           {"problem", p.problem},
+           {"world", p.world},
+           {"rank", p.rank},
+           {"device", p.device},
+           {"dtype", std::string(to_string(p.dtype))},
+           {"so_path", p.so_path},
+           {"nccl_id", p.nccl_id_hex},
+           {"inputs", p.inputs},
+           {"outputs", p.outputs},
+           {"groups", groups},
+           {"params", params},
+           {"seed", p.seed},
+           {"trials", p.trials},
+           {"send_inputs", p.send_inputs},
+           {"timing", p.timing},
+           {"link_gbps", p.link_gbps},
+           {"hbm_gbps", p.hbm_gbps}};
+}
+
+void from_json(const json& j, WorkerPlan& p) {
+  p.role = j.at("role").get<std::string>();
+  p.problem = j.at("problem").get<std::string>();
+  p.world = j.at("world").get<int>();
+  p.rank = j.at("rank").get<int>();
+  p.device = j.at("device").get<int>();
+  auto d = parse_dtype(j.at("dtype").get<std::string>());
+  if (!d) fail(Errc::protocol_error, "plan: unknown dtype");
+  p.dtype = *d;
+  p.so_path = j.at("so_path").get<std::string>();
+  p.nccl_id_hex = j.at("nccl_id").get<std::string>();
+  p.inputs = j.at("inputs").get<std::vector<TensorDesc>>();
+  p.outputs = j.at("outputs").get<std::vector<TensorDesc>>();
+  for (auto& g : j.at("groups"))
+    p.groups.push_back({g.at("name").get<std::string>(), g.at("color").get<int>(), g.at("key").get<int>(),
+                        g.at("members").get<std::vector<int>>()});
+  for (auto& kv : j.at("params")) p.params.emplace_back(kv.at("name").get<std::string>(), kv.at("value").get<long long>());
+  p.seed = j.at("seed").get<uint64_t>();
+  p.trials = j.at("trials").get<int>();
+  p.send_inputs = j.at("send_inputs").get<bool>();
+  p.timing = j.at("timing").get<TimingPlan>();
+  p.link_gbps = j.value("link_gbps", 0.0);
+  p.hbm_gbps = j.value("hbm_gbps", 0.0);
+}
+
+uint64_t poison_bits(uint64_t seed, uint64_t call) { return rng::mix64(rng::tensor_key(seed, kPoisonStream, call, 0)); }
+
+}  // namespace pkb
+
+namespace pkb {
+std::vector<uint64_t> sample_positions(uint64_t seed, int rank, int output, size_t numel, int k) {
+  std::vector<uint64_t> pos;
+  if (numel == 0) return pos;
+  size_t n = std::min<size_t>(static_cast<size_t>(k), numel);
+  uint64_t key = rng::tensor_key(seed, kSampleStream + static_cast<uint64_t>(output), static_cast<uint64_t>(rank), 0);
+  pos.reserve(n);
+  for (size_t j = 0; j < n; ++j) pos.push_back(rng::mix64(key ^ (j * 0x9E3779B97F4A7C15ull)) % numel);
+  return pos;
+}
+}  // namespace pkb

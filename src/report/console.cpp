@@ -1,0 +1,86 @@
+#include "report/console.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <sstream>
+
+namespace pkb {
+
+namespace {
+
+std::string last_lines(const std::string& text, int n) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  std::string out;
+  for (size_t i = lines.size() > static_cast<size_t>(n) ? lines.size() - n : 0; i < lines.size(); ++i)
+    out += "    | " + lines[i] + "\n";
+  return out;
+}
+
+std::string params_text(const EvalRecord& r) {
+  std::string s;
+  for (auto& [k, v] : r.params.items()) {
+    if (k == "W") continue;
+    s += fmt::format("{}{}={}", s.empty() ? "" : ", ", k, v.get<double>());
+  }
+  return s;
+}
+
+std::string timing_row(const char* label, const SideTiming& t) {
+  return fmt::format("    {:<10} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f}\n", label, t.us.median, t.us.mean, t.us.p10, t.us.p90);
+}
+
+}  // namespace
+
+std::string format_summary(const EvalRecord& r, bool color) {
+  const char* green = color ? "\033[32m" : "";
+  const char* red = color ? "\033[31m" : "";
+  const char* yellow = color ? "\033[33m" : "";
+  const char* reset = color ? "\033[0m" : "";
+  std::string o;
+  o += fmt::format("pkb {} {}  W={}  {}  size={} ({})  trials={}\n", r.kind, r.problem_stem, r.world, r.dtype, r.size_name,
+                   params_text(r), r.trials);
+  auto side = [&](const SideInfo& s) {
+    if (s.path.empty()) return;
+    o += fmt::format("  {:<10} {}  (sha256 {}…, {})\n", s.label, s.path, s.sha256.substr(0, 12),
+                     s.compile_cached ? "cached build" : fmt::format("built in {:.1f} s", s.compile_s));
+  };
+  side(r.baseline);
+  side(r.candidate);
+  const char* c = r.status == Status::ok ? green : (r.status == Status::flagged ? yellow : red);
+  o += fmt::format("  {:<10} {}{}{}", "status", c, to_string(r.status), reset);
+  if (r.status == Status::ok) {
+    o += fmt::format(" — {} checks passed", r.checks_passed);
+    if (r.bitwise_identical) o += *r.bitwise_identical ? ", outputs bitwise identical to the baseline" : ", outputs within tolerance of the baseline";
+    o += "\n";
+  } else {
+    o += fmt::format(" — {}\n", r.message);
+    if (r.failed_rank >= 0) o += fmt::format("  {:<10} rank {}, phase {}\n", "where", r.failed_rank, r.failed_phase);
+    if (!r.compile_log.empty()) o += "  compiler output (last lines):\n" + last_lines(r.compile_log, 15);
+    if (!r.log_tail.empty()) o += "  worker output (last lines):\n" + last_lines(r.log_tail, 12);
+  }
+  if (r.baseline_timing.measured || r.candidate_timing.measured) {
+    const SideTiming& any = r.candidate_timing.measured ? r.candidate_timing : r.baseline_timing;
+    o += fmt::format("  timing     {:>10} {:>10} {:>10} {:>10}   µs per call, slowest rank; {} calls, {} input groups\n",
+                     "median", "mean", "p10", "p90", any.iters, any.groups);
+    if (r.baseline_timing.measured) o += timing_row("baseline", r.baseline_timing);
+    if (r.candidate_timing.measured) o += timing_row(r.kind == "run" ? r.candidate.label.c_str() : "candidate", r.candidate_timing);
+  }
+  if (r.speedup) o += fmt::format("  {:<10} {}{:.3f}x{}\n", "speedup", *r.speedup >= 1.0 ? green : yellow, *r.speedup, reset);
+  for (auto& w : r.warnings) o += fmt::format("  {}warning{}    {}\n", yellow, reset, w);
+  std::string jobs;
+  if (r.baseline.job_wall_s > 0) jobs += fmt::format("baseline job {:.1f} s", r.baseline.job_wall_s);
+  if (r.candidate.job_wall_s > 0) jobs += fmt::format("{}{} job {:.1f} s", jobs.empty() ? "" : ", ", r.candidate.label, r.candidate.job_wall_s);
+  o += fmt::format("  {:<10} {:.1f} s{}\n", "wall", r.wall_s, jobs.empty() ? "" : " (" + jobs + ")");
+  return o;
+}
+
+void print_summary(const EvalRecord& r, std::FILE* out) {
+  std::string s = format_summary(r, isatty(fileno(out)) != 0);
+  std::fputs(s.c_str(), out);
+  std::fflush(out);
+}
+
+}  // namespace pkb

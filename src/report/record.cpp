@@ -1,0 +1,77 @@
+#include "report/record.hpp"
+
+#include <ctime>
+
+namespace pkb {
+
+using nlohmann::json;
+
+namespace {
+
+json timing_json(const SideTiming& t) {
+  if (!t.measured) return nullptr;
+  return json{{"median_us", t.us.median}, {"mean_us", t.us.mean}, {"p10_us", t.us.p10}, {"p90_us", t.us.p90},
+              {"min_us", t.us.min}, {"max_us", t.us.max}, {"stddev_us", t.us.stddev}, {"iters", t.iters},
+              {"warmup", t.warmup}, {"input_groups", t.groups}, {"span_ms", t.span_ms}, {"host_ms", t.host_ms},
+              {"per_iter_us", t.per_iter_us}};
+}
+
+json side_json(const SideInfo& s) {
+  if (s.path.empty()) return nullptr;
+  return json{{"path", s.path}, {"sha256", s.sha256}, {"compile_cached", s.compile_cached}, {"compile_s", s.compile_s},
+              {"job_wall_s", s.job_wall_s}, {"teardown_clean", s.teardown_clean}};
+}
+
+}  // namespace
+
+json to_json(const EvalRecord& r) {
+  json checks = json::array();
+  for (auto& c : r.checks)
+    checks.push_back({{"what", c.what}, {"status", std::string(to_string(c.status))}, {"message", c.message}, {"detail", c.detail}});
+  json j{
+      {"schema_version", kSchemaVersion},
+      {"harness_version", kHarnessVersion},
+      {"kind", r.kind},
+      {"timestamp", r.timestamp},
+      {"argv", r.argv},
+      {"problem", {{"id", r.problem_id}, {"stem", r.problem_stem}, {"name", r.problem_name}, {"spec_hash", r.spec_hash}}},
+      {"baseline", side_json(r.baseline)},
+      {"candidate", side_json(r.candidate)},
+      {"config",
+       {{"world", r.world}, {"dtype", r.dtype}, {"size", r.size_name}, {"params", r.params}, {"trials", r.trials},
+        {"atol", r.atol}, {"rtol", r.rtol}, {"seed", r.seed}}},
+      {"system", r.system},
+      {"status", std::string(to_string(r.status))},
+      {"message", r.message},
+      {"failed_check_count", checks.size()},
+      {"passed_check_count", r.checks_passed},
+      {"failed_checks", checks},
+      {"timing", {{"baseline", timing_json(r.baseline_timing)}, {"candidate", timing_json(r.candidate_timing)}}},
+      {"speedup", r.speedup ? json(*r.speedup) : json(nullptr)},
+      {"bitwise_identical", r.bitwise_identical ? json(*r.bitwise_identical) : json(nullptr)},
+      {"warnings", r.warnings},
+      {"wall_s", r.wall_s},
+  };
+  if (r.failed_rank >= 0) j["failure"] = {{"rank", r.failed_rank}, {"phase", r.failed_phase}, {"log_tail", r.log_tail}};
+  if (!r.compile_log.empty()) j["compile_log"] = r.compile_log;
+  return j;
+}
+
+void EvalRecord::add_check(bool ok, std::string what, std::string message, nlohmann::json detail, Status failure_status) {
+  if (ok) {
+    ++checks_passed;
+    return;
+  }
+  checks.push_back({std::move(what), false, failure_status, std::move(message), std::move(detail)});
+}
+
+std::string now_iso8601() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace pkb

@@ -1,0 +1,90 @@
+// The result of one `pkb run` or `pkb eval`: a plain record that every reporter (terminal, JSON
+// Lines, later Markdown/CSV/HTML) renders. A failure is a record with a status and a reason, never
+// an abort. JSON carries schema_version, independent of the harness version.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/stats.hpp"
+#include "core/status.hpp"
+
+namespace pkb {
+
+inline constexpr int kSchemaVersion = 1;
+inline constexpr const char* kHarnessVersion = "0.1.0";
+
+struct SideTiming {
+  bool measured = false;
+  Summary us;                   // per-iteration time, slowest rank, microseconds
+  std::vector<double> per_iter_us;
+  int warmup = 0, iters = 0, groups = 0;
+  double span_ms = 0, host_ms = 0;  // GPU span of the timed calls (rank max) and host wall clock
+};
+
+struct Check {
+  std::string what;     // "trial 2 rank 1 output 'out'" or "timed calls rank 0 output 'out'"
+  bool ok = true;
+  Status status = Status::mismatch;  // what a failure of this check means (mismatch or flagged)
+  std::string message;  // on failure: what is wrong
+  nlohmann::json detail;
+};
+
+struct SideInfo {
+  std::string label;     // "baseline", "candidate"
+  std::string path;      // source file
+  std::string sha256;
+  bool compile_cached = false;
+  double compile_s = 0;
+  double job_wall_s = 0;
+  bool teardown_clean = true;
+};
+
+struct EvalRecord {
+  std::string kind = "eval";  // "eval" or "run"
+  std::string timestamp;      // ISO 8601, UTC
+  std::vector<std::string> argv;
+
+  int problem_id = 0;
+  std::string problem_stem, problem_name, spec_hash;
+
+  SideInfo baseline, candidate;
+
+  int world = 0;
+  std::string dtype, size_name;
+  nlohmann::json params = nlohmann::json::object();  // W, M, N, ... as resolved
+  int trials = 0;
+  double atol = 0, rtol = 0;
+  std::string seed;  // revealed after the run, for reproduction
+
+  nlohmann::json system = nlohmann::json::object();
+
+  Status status = Status::ok;
+  std::string message;
+  int failed_rank = -1;
+  std::string failed_phase;
+  std::string compile_log;  // on compile_error
+  std::string log_tail;     // the failing rank's output
+
+  std::vector<Check> checks;  // every failed check (passed ones are only counted)
+  size_t checks_passed = 0;
+  /// Records one check: passes are counted, failures kept with their reason.
+  void add_check(bool ok, std::string what, std::string message = {}, nlohmann::json detail = nullptr,
+                 Status failure_status = Status::mismatch);
+  bool any_failed() const { return !checks.empty(); }
+
+  SideTiming baseline_timing, candidate_timing;
+  std::optional<double> speedup;
+  std::optional<bool> bitwise_identical;  // candidate outputs equal the baseline's bit for bit
+  std::vector<std::string> warnings;
+
+  double wall_s = 0;
+};
+
+nlohmann::json to_json(const EvalRecord& r);
+
+/// Current time as ISO 8601 UTC.
+std::string now_iso8601();
+
+}  // namespace pkb

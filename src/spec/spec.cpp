@@ -1,0 +1,560 @@
+#include "spec/spec.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "core/hash.hpp"
+
+namespace pkb {
+
+namespace {
+
+/// Reads one spec file, naming file and key in every error.
+class Reader {
+ public:
+  explicit Reader(std::filesystem::path file) : file_(std::move(file)) {}
+
+  [[noreturn]] void error(const std::string& key, const std::string& why) const {
+    fail(Errc::parse_error, file_.string() + ": " + key + ": " + why);
+  }
+
+  void only_keys(const toml::table& t, const std::string& where, std::initializer_list<std::string_view> allowed) const {
+    for (auto&& [k, v] : t) {
+      if (std::find(allowed.begin(), allowed.end(), k.str()) == allowed.end()) {
+        std::string list;
+        for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        error(where.empty() ? std::string(k.str()) : where + "." + std::string(k.str()),
+              "unknown key (allowed: " + list + ")");
+      }
+    }
+  }
+
+  std::string str(const toml::table& t, const std::string& where, std::string_view key, bool required,
+                  std::string fallback = {}) const {
+    auto n = t.get(key);
+    if (!n) {
+      if (required) error(join(where, key), "missing");
+      return fallback;
+    }
+    if (auto s = n->value<std::string>()) return *s;
+    error(join(where, key), "must be a string");
+  }
+
+  long long integer(const toml::table& t, const std::string& where, std::string_view key, bool required,
+                    long long fallback = 0) const {
+    auto n = t.get(key);
+    if (!n) {
+      if (required) error(join(where, key), "missing");
+      return fallback;
+    }
+    if (auto v = n->value<int64_t>(); v && n->is_integer()) return *v;
+    error(join(where, key), "must be an integer");
+  }
+
+  double number(const toml::table& t, const std::string& where, std::string_view key, double fallback) const {
+    auto n = t.get(key);
+    if (!n) return fallback;
+    if (n->is_integer() || n->is_floating_point()) return *n->value<double>();
+    error(join(where, key), "must be a number");
+  }
+
+  /// A number, or a string holding an expression.
+  Expr expr(const toml::node& n, const std::string& where) const {
+    if (n.is_integer() || n.is_floating_point()) return Expr::constant(*n.value<double>());
+    if (auto s = n.value<std::string>()) {
+      try {
+        return Expr::parse(*s);
+      } catch (const Error& e) {
+        error(where, e.what());
+      }
+    }
+    error(where, "must be a number or an expression string");
+  }
+
+  std::vector<Expr> shape(const toml::node& n, const std::string& where) const {
+    auto arr = n.as_array();
+    if (!arr) error(where, "must be an array of dimensions, e.g. [\"M\", \"N\"]");
+    if (arr->size() > 8) error(where, "at most 8 dimensions");
+    std::vector<Expr> out;
+    for (size_t i = 0; i < arr->size(); ++i) out.push_back(expr(*arr->get(i), where + "[" + std::to_string(i) + "]"));
+    return out;
+  }
+
+  static std::string join(const std::string& where, std::string_view key) {
+    return where.empty() ? std::string(key) : where + "." + std::string(key);
+  }
+
+  const std::filesystem::path& file() const { return file_; }
+
+ private:
+  std::filesystem::path file_;
+};
+
+DistSpec parse_dist(const Reader& r, const toml::node* n, const std::string& where) {
+  DistSpec d;
+  d.a = Expr::constant(0.0);
+  d.b = Expr::constant(1.0);
+  d.lo = Expr::constant(0.0);
+  d.hi = Expr::constant(0.0);
+  if (!n) return d;  // default: standard normal
+  const toml::table* t = n->as_table();
+  std::string kind;
+  if (auto s = n->value<std::string>()) kind = *s;
+  else if (t) kind = r.str(*t, where, "dist", true);
+  else r.error(where, "must be a distribution name or a table such as { dist = \"normal\", mean = 0, std = 1 }");
+  auto field = [&](std::string_view key, double fallback) {
+    if (t)
+      if (auto v = t->get(key)) return r.expr(*v, where + "." + std::string(key));
+    return Expr::constant(fallback);
+  };
+  if (kind == "normal") {
+    if (t) r.only_keys(*t, where, {"dist", "mean", "std"});
+    d.kind = DistKind::normal;
+    d.a = field("mean", 0.0);
+    d.b = field("std", 1.0);
+  } else if (kind == "uniform") {
+    if (t) r.only_keys(*t, where, {"dist", "low", "high"});
+    d.kind = DistKind::uniform;
+    d.a = field("low", 0.0);
+    d.b = field("high", 1.0);
+  } else if (kind == "grid") {
+    if (t) r.only_keys(*t, where, {"dist", "low", "high", "scale"});
+    d.kind = DistKind::grid;
+    d.lo = field("low", -16);
+    d.hi = field("high", 16);
+    d.a = field("scale", 0.0625);
+  } else if (kind == "randint") {
+    if (t) r.only_keys(*t, where, {"dist", "low", "high"});
+    d.kind = DistKind::randint;
+    d.lo = field("low", 0);
+    d.hi = field("high", 100);
+  } else if (kind == "zeros") {
+    d.kind = DistKind::zeros;
+  } else if (kind == "ones") {
+    d.kind = DistKind::ones;
+  } else if (kind == "arange") {
+    if (t) r.only_keys(*t, where, {"dist", "start"});
+    d.kind = DistKind::arange;
+    d.lo = field("start", 0);
+  } else {
+    r.error(where + ".dist", "unknown distribution '" + kind + "' (normal, uniform, grid, randint, zeros, ones, arange)");
+  }
+  return d;
+}
+
+TensorSpec parse_tensor(const Reader& r, const toml::table& t, const std::string& where, bool is_input) {
+  if (is_input) r.only_keys(t, where, {"name", "dtype", "shape", "shape_if", "init", "doc"});
+  else r.only_keys(t, where, {"name", "dtype", "shape", "shape_if", "doc"});
+  TensorSpec ts;
+  ts.name = r.str(t, where, "name", true);
+  ts.dtype = r.str(t, where, "dtype", false, "D");
+  if (ts.dtype != "D" && !parse_dtype(ts.dtype)) r.error(where + ".dtype", "unknown dtype '" + ts.dtype + "'");
+  auto shape = t.get("shape");
+  if (!shape) r.error(where + ".shape", "missing");
+  ts.shape = r.shape(*shape, where + ".shape");
+  if (auto cases = t.get("shape_if")) {
+    auto arr = cases->as_array();
+    if (!arr) r.error(where + ".shape_if", "must be an array of { when = \"...\", shape = [...] }");
+    for (size_t i = 0; i < arr->size(); ++i) {
+      std::string w = where + ".shape_if[" + std::to_string(i) + "]";
+      auto ct = arr->get(i)->as_table();
+      if (!ct) r.error(w, "must be a table { when = \"...\", shape = [...] }");
+      r.only_keys(*ct, w, {"when", "shape"});
+      auto when = ct->get("when");
+      auto cshape = ct->get("shape");
+      if (!when || !cshape) r.error(w, "needs both `when` and `shape`");
+      ts.shape_if.push_back({r.expr(*when, w + ".when"), r.shape(*cshape, w + ".shape")});
+    }
+  }
+  if (is_input) ts.init = parse_dist(r, t.get("init"), where + ".init");
+  ts.doc = r.str(t, where, "doc", false);
+  return ts;
+}
+
+std::vector<TensorSpec> parse_tensors(const Reader& r, const toml::table& root, std::string_view key, bool is_input) {
+  std::vector<TensorSpec> out;
+  auto n = root.get(key);
+  if (!n) r.error(std::string(key), "missing (at least one [[" + std::string(key) + "]] table)");
+  auto arr = n->as_array();
+  if (!arr || arr->empty()) r.error(std::string(key), "must be a non-empty array of tables [[" + std::string(key) + "]]");
+  std::set<std::string> names;
+  for (size_t i = 0; i < arr->size(); ++i) {
+    std::string where = std::string(key) + "[" + std::to_string(i) + "]";
+    auto t = arr->get(i)->as_table();
+    if (!t) r.error(where, "must be a table");
+    out.push_back(parse_tensor(r, *t, where, is_input));
+    if (!names.insert(out.back().name).second) r.error(where + ".name", "duplicate name '" + out.back().name + "'");
+  }
+  return out;
+}
+
+/// Every expression may read only known variables: W, rank, e, size variables, params, group sizes.
+void check_variables(const Reader& r, const Spec& s) {
+  std::set<std::string> known{"W", "rank", "e"};
+  for (auto& sz : s.sizes)
+    for (auto& [k, v] : sz.values) known.insert(k);
+  for (auto& [k, v] : s.params) known.insert(k);
+  auto check = [&](const Expr& e, const std::string& where) {
+    if (e.empty()) return;
+    for (auto& v : e.variables())
+      if (!known.count(v)) r.error(where, "unknown variable '" + v + "' in `" + e.text() + "`");
+  };
+  for (auto& [k, e] : s.params) check(e, "params." + k);
+  for (size_t i = 0; i < s.constraints.size(); ++i) check(s.constraints[i].expr, "constraints[" + std::to_string(i) + "]");
+  auto tensors = [&](const std::vector<TensorSpec>& ts, const std::string& key) {
+    for (size_t i = 0; i < ts.size(); ++i) {
+      std::string w = key + "[" + std::to_string(i) + "]";
+      for (auto& d : ts[i].shape) check(d, w + ".shape");
+      for (auto& c : ts[i].shape_if) {
+        check(c.when, w + ".shape_if");
+        for (auto& d : c.shape) check(d, w + ".shape_if");
+      }
+      for (auto* e : {&ts[i].init.a, &ts[i].init.b, &ts[i].init.lo, &ts[i].init.hi}) check(*e, w + ".init");
+    }
+  };
+  tensors(s.inputs, "inputs");
+  tensors(s.outputs, "outputs");
+  for (size_t i = 0; i < s.groups.size(); ++i) {
+    check(s.groups[i].color, "groups[" + std::to_string(i) + "].color");
+    check(s.groups[i].key, "groups[" + std::to_string(i) + "].key");
+  }
+  if (s.roofline)
+    for (auto* e : {&s.roofline->link_bytes, &s.roofline->flops, &s.roofline->hbm_bytes, &s.roofline->algbw_bytes,
+                    &s.roofline->busbw_factor})
+      check(*e, "roofline");
+}
+
+void parse_sizes(const Reader& r, const toml::table& root, Spec& s) {
+  auto n = root.get("sizes");
+  auto arr = n ? n->as_array() : nullptr;
+  if (!arr || arr->empty()) r.error("sizes", "missing: at least one [[sizes]] table with a name and M, N, ...");
+  for (size_t i = 0; i < arr->size(); ++i) {
+    std::string where = "sizes[" + std::to_string(i) + "]";
+    auto t = arr->get(i)->as_table();
+    if (!t) r.error(where, "must be a table");
+    SizeClass sc;
+    for (auto&& [k, v] : *t) {
+      std::string key(k.str());
+      if (key == "name") sc.name = r.str(*t, where, "name", true);
+      else if (key == "doc") sc.doc = r.str(*t, where, "doc", false);
+      else if (v.is_integer()) sc.values.emplace_back(key, *v.value<int64_t>());
+      else r.error(where + "." + key, "size variables must be integers");
+    }
+    if (sc.name.empty()) r.error(where + ".name", "missing");
+    if (s.find_size(sc.name)) r.error(where + ".name", "duplicate size class '" + sc.name + "'");
+    s.sizes.push_back(std::move(sc));
+  }
+  // All classes define the same variables, so that any class resolves every expression.
+  for (auto& sc : s.sizes) {
+    if (sc.values.size() != s.sizes[0].values.size())
+      r.error("sizes", "size class '" + sc.name + "' defines different variables than '" + s.sizes[0].name + "'");
+    for (auto& [k, v] : sc.values) {
+      bool found = false;
+      for (auto& [k0, v0] : s.sizes[0].values) found |= k0 == k;
+      if (!found) r.error("sizes", "size class '" + sc.name + "' defines '" + k + "', which '" + s.sizes[0].name + "' lacks");
+    }
+  }
+  s.default_size = r.str(root, "", "default_size", false, s.sizes.size() > 1 ? "" : s.sizes[0].name);
+  if (s.default_size.empty()) r.error("default_size", "missing (required when there are several [[sizes]])");
+  if (!s.find_size(s.default_size)) r.error("default_size", "no size class named '" + s.default_size + "'");
+}
+
+void parse_tolerance(const Reader& r, const toml::table& root, Spec& s) {
+  auto n = root.get("tolerance");
+  if (!n) return;
+  auto t = n->as_table();
+  if (!t) r.error("tolerance", "must be a table { atol = ..., rtol = ... }");
+  for (auto&& [k, v] : *t) {
+    std::string key(k.str());
+    if (key == "atol" || key == "rtol") continue;
+    auto d = parse_dtype(key);
+    auto sub = v.as_table();
+    if (!d || !sub) r.error("tolerance." + key, "unknown key (atol, rtol, or a per-dtype table such as [tolerance.fp32])");
+    r.only_keys(*sub, "tolerance." + key, {"atol", "rtol"});
+    Tolerance tol{r.number(*sub, "tolerance." + key, "atol", s.tolerance.atol),
+                  r.number(*sub, "tolerance." + key, "rtol", s.tolerance.rtol)};
+    s.tolerance_by_dtype.emplace_back(*d, tol);
+  }
+  s.tolerance.atol = r.number(*t, "tolerance", "atol", 1e-2);
+  s.tolerance.rtol = r.number(*t, "tolerance", "rtol", 1e-2);
+}
+
+void parse_roofline(const Reader& r, const toml::table& root, Spec& s) {
+  auto n = root.get("roofline");
+  if (!n) return;
+  auto t = n->as_table();
+  if (!t) r.error("roofline", "must be a table");
+  r.only_keys(*t, "roofline", {"link_bytes", "flops", "hbm_bytes", "algbw_bytes", "busbw_factor"});
+  RooflineSpec rf;
+  auto get = [&](std::string_view key, double fallback) {
+    if (auto v = t->get(key)) return r.expr(*v, "roofline." + std::string(key));
+    return Expr::constant(fallback);
+  };
+  rf.link_bytes = get("link_bytes", 0);
+  rf.flops = get("flops", 0);
+  rf.hbm_bytes = get("hbm_bytes", 0);
+  rf.algbw_bytes = get("algbw_bytes", 0);
+  rf.busbw_factor = get("busbw_factor", 1);
+  s.roofline = std::move(rf);
+}
+
+}  // namespace
+
+const SizeClass* Spec::find_size(std::string_view n) const {
+  for (auto& s : sizes)
+    if (s.name == n) return &s;
+  return nullptr;
+}
+
+Tolerance Spec::tolerance_for(DType d) const {
+  for (auto& [k, t] : tolerance_by_dtype)
+    if (k == d) return t;
+  return tolerance;
+}
+
+Spec load_spec(const std::filesystem::path& dir) {
+  Spec s;
+  s.dir = dir;
+  s.stem = dir.filename().string();
+  std::filesystem::path file = dir / "spec.toml";
+  Reader r(file);
+  std::string text = read_file(file);
+  toml::table root;
+  try {
+    root = toml::parse(text, file.string());
+  } catch (const toml::parse_error& e) {
+    fail(Errc::parse_error, file.string() + ":" + std::to_string(e.source().begin.line) + ":" +
+                                std::to_string(e.source().begin.column) + ": " + std::string(e.description()));
+  }
+  r.only_keys(root, "", {"id", "name", "origin", "parallelism", "pattern", "summary", "tier", "dtypes", "world",
+                         "params", "sizes", "default_size", "constraints", "inputs", "outputs", "groups",
+                         "tolerance", "roofline"});
+  s.id = static_cast<int>(r.integer(root, "", "id", true));
+  s.name = r.str(root, "", "name", true);
+  if (s.stem != std::to_string(s.id) + "_" + s.name)
+    r.error("id/name", "the folder must be named <id>_<name> = '" + std::to_string(s.id) + "_" + s.name + "', not '" + s.stem + "'");
+  s.origin = r.str(root, "", "origin", false);
+  s.parallelism = r.str(root, "", "parallelism", false);
+  s.pattern = r.str(root, "", "pattern", true);
+  s.summary = r.str(root, "", "summary", true);
+  s.tier = static_cast<int>(r.integer(root, "", "tier", false, 1));
+
+  if (auto n = root.get("dtypes")) {
+    auto arr = n->as_array();
+    if (!arr || arr->empty()) r.error("dtypes", "must be a non-empty array such as [\"bf16\", \"fp32\"]");
+    for (size_t i = 0; i < arr->size(); ++i) {
+      auto v = arr->get(i)->value<std::string>();
+      auto d = v ? parse_dtype(*v) : std::nullopt;
+      if (!d) r.error("dtypes[" + std::to_string(i) + "]", "unknown dtype");
+      s.dtypes.push_back(*d);
+    }
+  } else {
+    s.dtypes = {DType::bf16, DType::fp16, DType::fp32};
+  }
+
+  if (auto n = root.get("world")) {
+    auto t = n->as_table();
+    if (!t) r.error("world", "must be a table { min = 2, max = 8 }");
+    r.only_keys(*t, "world", {"min", "max"});
+    s.min_world = static_cast<int>(r.integer(*t, "world", "min", false, 2));
+    s.max_world = static_cast<int>(r.integer(*t, "world", "max", false, 8));
+    if (s.min_world < 1 || s.max_world < s.min_world) r.error("world", "need 1 <= min <= max");
+  }
+
+  if (auto n = root.get("params")) {
+    auto t = n->as_table();
+    if (!t) r.error("params", "must be a table of name = value or expression");
+    for (auto&& [k, v] : *t) s.params.emplace_back(std::string(k.str()), r.expr(v, "params." + std::string(k.str())));
+  }
+
+  parse_sizes(r, root, s);
+
+  if (auto n = root.get("constraints")) {
+    auto arr = n->as_array();
+    if (!arr) r.error("constraints", "must be an array of { expr = \"...\", message = \"...\" }");
+    for (size_t i = 0; i < arr->size(); ++i) {
+      std::string where = "constraints[" + std::to_string(i) + "]";
+      auto t = arr->get(i)->as_table();
+      if (!t) r.error(where, "must be a table { expr = \"...\", message = \"...\" }");
+      r.only_keys(*t, where, {"expr", "message"});
+      auto e = t->get("expr");
+      if (!e) r.error(where + ".expr", "missing");
+      s.constraints.push_back({r.expr(*e, where + ".expr"), r.str(*t, where, "message", false)});
+    }
+  }
+
+  s.inputs = parse_tensors(r, root, "inputs", true);
+  s.outputs = parse_tensors(r, root, "outputs", false);
+
+  if (auto n = root.get("groups")) {
+    auto arr = n->as_array();
+    if (!arr) r.error("groups", "must be an array of tables [[groups]]");
+    for (size_t i = 0; i < arr->size(); ++i) {
+      std::string where = "groups[" + std::to_string(i) + "]";
+      auto t = arr->get(i)->as_table();
+      if (!t) r.error(where, "must be a table");
+      r.only_keys(*t, where, {"name", "color", "key"});
+      GroupSpec g;
+      g.name = r.str(*t, where, "name", true);
+      auto c = t->get("color");
+      if (!c) r.error(where + ".color", "missing");
+      g.color = r.expr(*c, where + ".color");
+      g.key = t->get("key") ? r.expr(*t->get("key"), where + ".key") : Expr::parse("rank");
+      s.groups.push_back(std::move(g));
+    }
+  }
+
+  parse_tolerance(r, root, s);
+  parse_roofline(r, root, s);
+  check_variables(r, s);
+
+  Sha256 h;
+  h.update(text);
+  for (auto name : {"reference.cu", "oracle.cpp"}) {
+    std::error_code ec;
+    if (std::filesystem::exists(dir / name, ec)) h.update(name).update(read_file(dir / name));
+  }
+  s.hash = h.hex();
+  return s;
+}
+
+size_t TensorPlan::numel() const {
+  size_t n = 1;
+  for (auto d : shape) n *= static_cast<size_t>(d);
+  return n;
+}
+
+Vars rank_vars(const Instance& inst, int rank) {
+  Vars v = inst.vars;
+  v["rank"] = rank;
+  return v;
+}
+
+namespace {
+
+std::string describe_vars(const Vars& v) {
+  std::string out;
+  for (auto& [k, x] : v) {
+    if (k == "e" || k == "rank") continue;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s%s=%g", out.empty() ? "" : ", ", k.c_str(), x);
+    out += buf;
+  }
+  return out;
+}
+
+Dist resolve_dist(const DistSpec& d, const Vars& v) {
+  Dist out;
+  out.kind = d.kind;
+  out.a = d.a.eval(v);
+  out.b = d.b.eval(v);
+  out.lo = d.lo.eval_int(v);
+  out.hi = d.hi.eval_int(v);
+  return out;
+}
+
+TensorPlan resolve_tensor(const Spec& spec, const TensorSpec& t, const Vars& v, DType dtype, bool is_input) {
+  TensorPlan p;
+  p.name = t.name;
+  p.dtype = t.dtype == "D" ? dtype : *parse_dtype(t.dtype);
+  const std::vector<Expr>* shape = &t.shape;
+  for (auto& c : t.shape_if)
+    if (c.when.eval(v) != 0.0) {
+      shape = &c.shape;
+      break;
+    }
+  for (auto& d : *shape) {
+    long long n;
+    try {
+      n = d.eval_int(v);
+    } catch (const Error& e) {
+      fail(Errc::invalid_argument, spec.stem + ": the shape of '" + t.name + "' is not whole at " + describe_vars(v) +
+                                       " (" + e.what() + "); choose sizes divisible by W");
+    }
+    if (n < 0) fail(Errc::invalid_argument, spec.stem + ": the shape of '" + t.name + "' is negative (`" + d.text() + "`)");
+    p.shape.push_back(n);
+  }
+  if (is_input) {
+    p.dist = resolve_dist(t.init, v);
+    if (!is_floating(p.dtype) && (p.dist.kind == DistKind::normal || p.dist.kind == DistKind::uniform))
+      fail(Errc::invalid_argument, spec.stem + ": input '" + t.name + "' is " + std::string(to_string(p.dtype)) +
+                                       " but its distribution is continuous; use randint");
+    if (p.dtype == DType::fp8_e4m3)
+      fail(Errc::invalid_argument, spec.stem + ": fp8 inputs cannot be generated");
+  }
+  return p;
+}
+
+}  // namespace
+
+Instance resolve(const Spec& spec, int world, const SizeChoice& size, DType dtype) {
+  Instance inst;
+  inst.spec = &spec;
+  inst.world = world;
+  inst.dtype = dtype;
+  if (world < spec.min_world || world > spec.max_world)
+    fail(Errc::invalid_argument, spec.stem + " runs on " + std::to_string(spec.min_world) + " to " +
+                                     std::to_string(spec.max_world) + " GPUs, not " + std::to_string(world));
+  if (std::find(spec.dtypes.begin(), spec.dtypes.end(), dtype) == spec.dtypes.end()) {
+    std::string list;
+    for (auto d : spec.dtypes) list += (list.empty() ? "" : ", ") + std::string(to_string(d));
+    fail(Errc::invalid_argument, spec.stem + " does not support dtype " + std::string(to_string(dtype)) + " (supported: " + list + ")");
+  }
+  inst.size_name = size.name.empty() ? spec.default_size : size.name;
+  const SizeClass* sc = spec.find_size(inst.size_name);
+  if (!sc) {
+    std::string list;
+    for (auto& s : spec.sizes) list += (list.empty() ? "" : ", ") + s.name;
+    fail(Errc::invalid_argument, spec.stem + " has no size class '" + inst.size_name + "' (sizes: " + list + ")");
+  }
+  Vars& v = inst.vars;
+  v["W"] = world;
+  v["e"] = static_cast<double>(dtype_size(dtype));
+  for (auto& [k, x] : sc->values) v[k] = static_cast<double>(x);
+  for (auto& [k, x] : size.overrides) {
+    if (!v.count(k)) fail(Errc::invalid_argument, spec.stem + " has no size variable '" + k + "'");
+    if (x <= 0) fail(Errc::invalid_argument, k + " must be positive, not " + std::to_string(x));
+    v[k] = static_cast<double>(x);
+  }
+  if (!size.overrides.empty()) inst.size_name += "(custom)";
+  // Derived parameters may refer to each other in any order: evaluate until nothing changes.
+  std::vector<std::pair<std::string, Expr>> pending = spec.params;
+  while (!pending.empty()) {
+    size_t before = pending.size();
+    for (auto it = pending.begin(); it != pending.end();) {
+      bool ready = true;
+      for (auto& var : it->second.variables()) ready &= v.count(var) > 0;
+      if (ready) {
+        v[it->first] = static_cast<double>(it->second.eval_int(v));
+        it = pending.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (pending.size() == before)
+      fail(Errc::invalid_argument, spec.stem + ": parameter '" + pending.front().first + "' depends on itself or on rank");
+  }
+  for (auto& c : spec.constraints)
+    if (c.expr.eval(v) == 0.0)
+      fail(Errc::invalid_argument, spec.stem + " at " + describe_vars(v) + ": " +
+                                       (c.message.empty() ? "`" + c.expr.text() + "` does not hold" : c.message + " (`" + c.expr.text() + "`)"));
+  inst.tolerance = spec.tolerance_for(dtype);
+  for (int r = 0; r < world; ++r) {
+    RankPlan rp;
+    rp.rank = r;
+    Vars rv = rank_vars(inst, r);
+    for (auto& t : spec.inputs) rp.inputs.push_back(resolve_tensor(spec, t, rv, dtype, true));
+    for (auto& t : spec.outputs) rp.outputs.push_back(resolve_tensor(spec, t, rv, dtype, false));
+    for (auto& g : spec.groups)
+      rp.groups.push_back({g.name, static_cast<int>(g.color.eval_int(rv)), static_cast<int>(g.key.eval_int(rv))});
+    inst.ranks.push_back(std::move(rp));
+  }
+  return inst;
+}
+
+}  // namespace pkb

@@ -1,0 +1,135 @@
+// A problem's declarative spec (problems/<id>_<name>/spec.toml) as typed data, and its
+// resolution into concrete per-rank tensors for one (world size, size class, dtype).
+#pragma once
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/dist.hpp"
+#include "core/dtype.hpp"
+#include "spec/expr.hpp"
+
+namespace pkb {
+
+/// A distribution whose parameters are expressions (they may depend on W, sizes, params).
+struct DistSpec {
+  DistKind kind = DistKind::normal;
+  Expr a, b, lo, hi;  // meaning per kind, see core/dist.hpp
+};
+
+struct ShapeCase {
+  Expr when;
+  std::vector<Expr> shape;
+};
+
+struct TensorSpec {
+  std::string name;
+  std::string dtype = "D";  // "D" (the benchmark dtype) or a fixed dtype name
+  std::vector<Expr> shape;
+  std::vector<ShapeCase> shape_if;  // first case whose `when` holds wins, else `shape`
+  DistSpec init;                    // inputs only
+  std::string doc;
+};
+
+struct GroupSpec {
+  std::string name;
+  Expr color, key;  // ncclCommSplit arguments, evaluated per rank
+};
+
+struct SizeClass {
+  std::string name;
+  std::vector<std::pair<std::string, long long>> values;  // M, N, ...
+  std::string doc;
+};
+
+struct Constraint {
+  Expr expr;
+  std::string message;
+};
+
+struct Tolerance {
+  double atol = 1e-2, rtol = 1e-2;
+};
+
+/// Expressions for the performance model; each carries its derivation as a comment in spec.toml.
+struct RooflineSpec {
+  Expr link_bytes;    // bytes the busiest rank must move over its interconnect, one direction
+  Expr flops;         // floating-point operations per rank
+  Expr hbm_bytes;     // bytes per rank through HBM at minimum
+  Expr algbw_bytes;   // "S" for algbw = S / time (nccl-tests convention)
+  Expr busbw_factor;  // busbw = algbw * factor
+};
+
+struct Spec {
+  std::filesystem::path dir;
+  std::string stem;  // folder name, e.g. "1_allreduce"
+  int id = 0;
+  std::string name, origin, parallelism, pattern, summary;
+  int tier = 1;
+  std::vector<DType> dtypes;
+  int min_world = 2, max_world = 8;
+  std::vector<std::pair<std::string, Expr>> params;  // derived integer parameters (root, K, ...)
+  std::vector<SizeClass> sizes;
+  std::string default_size;
+  std::vector<Constraint> constraints;
+  std::vector<TensorSpec> inputs, outputs;
+  std::vector<GroupSpec> groups;
+  Tolerance tolerance;
+  std::vector<std::pair<DType, Tolerance>> tolerance_by_dtype;
+  std::optional<RooflineSpec> roofline;
+  std::string hash;  // sha256 over spec.toml, reference.cu and oracle.cpp
+
+  const SizeClass* find_size(std::string_view name) const;
+  Tolerance tolerance_for(DType d) const;
+  std::filesystem::path reference_path() const { return dir / "reference.cu"; }
+};
+
+/// Parses and validates dir/spec.toml. Errors name the file, the key and the reason.
+Spec load_spec(const std::filesystem::path& dir);
+
+/// Which size: a named class, optionally with M/N (or any size variable) overridden.
+struct SizeChoice {
+  std::string name;  // empty: the spec's default
+  std::vector<std::pair<std::string, long long>> overrides;
+};
+
+struct TensorPlan {
+  std::string name;
+  DType dtype = DType::bf16;
+  std::vector<long long> shape;
+  Dist dist;  // inputs only
+  size_t numel() const;
+  size_t bytes() const { return numel() * dtype_size(dtype); }
+};
+
+struct GroupPlan {
+  std::string name;
+  int color = 0, key = 0;
+};
+
+struct RankPlan {
+  int rank = 0;
+  std::vector<TensorPlan> inputs, outputs;
+  std::vector<GroupPlan> groups;
+};
+
+/// A spec resolved for one world size, size and dtype: everything a worker needs.
+struct Instance {
+  const Spec* spec = nullptr;
+  int world = 0;
+  DType dtype = DType::bf16;
+  std::string size_name;
+  Vars vars;  // W, e, sizes, params (rank-independent)
+  std::vector<RankPlan> ranks;
+  Tolerance tolerance;
+};
+
+/// Resolves `spec`; throws Error(invalid_argument) with a one-line reason when the combination is
+/// not allowed (world size out of range, unsupported dtype, a constraint such as M % W == 0).
+Instance resolve(const Spec& spec, int world, const SizeChoice& size, DType dtype);
+
+/// The variables visible to expressions of rank `rank`.
+Vars rank_vars(const Instance& inst, int rank);
+
+}  // namespace pkb

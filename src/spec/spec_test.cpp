@@ -1,0 +1,177 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "spec/registry.hpp"
+#include "spec/spec.hpp"
+
+namespace pkb {
+namespace {
+
+namespace fs = std::filesystem;
+
+class SpecTest : public ::testing::Test {
+ protected:
+  fs::path root;
+  void SetUp() override {
+    root = fs::temp_directory_path() / ("pkb_spec_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root);
+    fs::create_directories(root);
+  }
+  void TearDown() override { fs::remove_all(root); }
+  fs::path write(const std::string& stem, const std::string& toml) {
+    fs::path d = root / stem;
+    fs::create_directories(d);
+    std::ofstream(d / "spec.toml") << toml;
+    std::ofstream(d / "reference.cu") << "// reference\n";
+    return d;
+  }
+  std::string error_of(const fs::path& dir) {
+    try {
+      load_spec(dir);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+};
+
+const char* kScatter = R"(
+id = 5
+name = "scatter"
+pattern = "scatter"
+summary = "root sends chunk r to rank r"
+dtypes = ["bf16", "fp32"]
+world = { min = 2, max = 8 }
+default_size = "default"
+params = { root = 0, K = "M * 2" }
+constraints = [ { expr = "M % W == 0", message = "M must divide by W" } ]
+[[sizes]]
+name = "small"
+M = 64
+N = 32
+[[sizes]]
+name = "default"
+M = 1024
+N = 1024
+[[inputs]]
+name = "tensor"
+shape = ["M", "N"]
+shape_if = [ { when = "rank == root", shape = ["W", "M", "N"] } ]
+init = { dist = "grid", low = -4, high = 4, scale = 0.5 }
+[[outputs]]
+name = "out"
+shape = ["M / W", "N"]
+[[groups]]
+name = "pairs"
+color = "rank // 2"
+[tolerance]
+atol = 0.01
+rtol = 0.02
+[tolerance.fp32]
+atol = 1e-5
+)";
+
+TEST_F(SpecTest, LoadsAndResolvesPerRank) {
+  Spec s = load_spec(write("5_scatter", kScatter));
+  EXPECT_EQ(s.id, 5);
+  EXPECT_EQ(s.default_size, "default");
+  EXPECT_EQ(s.hash.size(), 64u);
+  Instance inst = resolve(s, 4, {"small", {}}, DType::bf16);
+  ASSERT_EQ(inst.ranks.size(), 4u);
+  EXPECT_EQ(inst.ranks[0].inputs[0].shape, (std::vector<long long>{4, 64, 32}));
+  EXPECT_EQ(inst.ranks[1].inputs[0].shape, (std::vector<long long>{64, 32}));
+  EXPECT_EQ(inst.ranks[2].outputs[0].shape, (std::vector<long long>{16, 32}));
+  EXPECT_EQ(inst.ranks[3].groups[0].color, 1);
+  EXPECT_EQ(inst.ranks[0].inputs[0].dist.kind, DistKind::grid);
+  EXPECT_EQ(inst.ranks[0].inputs[0].dist.hi, 4);
+  EXPECT_DOUBLE_EQ(inst.vars.at("K"), 128);
+  EXPECT_DOUBLE_EQ(inst.tolerance.rtol, 0.02);
+  Instance f32 = resolve(s, 2, {"", {}}, DType::fp32);
+  EXPECT_DOUBLE_EQ(f32.tolerance.atol, 1e-5);
+  EXPECT_EQ(f32.size_name, "default");
+  Instance custom = resolve(s, 2, {"small", {{"M", 128}}}, DType::bf16);
+  EXPECT_EQ(custom.ranks[1].outputs[0].shape[0], 64);
+}
+
+TEST_F(SpecTest, RejectsBadInstancesWithOneClearLine) {
+  Spec s = load_spec(write("5_scatter", kScatter));
+  auto msg = [&](int w, SizeChoice sc, DType d) {
+    try {
+      resolve(s, w, sc, d);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_argument);
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(msg(3, {"small", {}}, DType::bf16).find("M must divide by W"), std::string::npos);
+  EXPECT_NE(msg(9, {"small", {}}, DType::bf16).find("2 to 8 GPUs"), std::string::npos);
+  EXPECT_NE(msg(2, {"small", {}}, DType::fp16).find("does not support dtype fp16"), std::string::npos);
+  EXPECT_NE(msg(2, {"huge", {}}, DType::bf16).find("no size class 'huge'"), std::string::npos);
+  EXPECT_NE(msg(2, {"small", {{"Q", 3}}}, DType::bf16).find("no size variable 'Q'"), std::string::npos);
+}
+
+TEST_F(SpecTest, MalformedSpecsNameFileKeyAndReason) {
+  struct Case {
+    std::string edit_from, edit_to, expect;
+  };
+  std::vector<Case> cases{
+      {"pattern = \"scatter\"", "pattern = \"scatter\"\ncolour = 1", "colour: unknown key"},
+      {"shape = [\"M / W\", \"N\"]", "shape = [\"M / W\", \"Q\"]", "outputs[0].shape: unknown variable 'Q'"},
+      {"dist = \"grid\"", "dist = \"gaussian\"", "unknown distribution 'gaussian'"},
+      {"shape = [\"M / W\", \"N\"]", "shape = \"M\"", "outputs[0].shape: must be an array"},
+      {"id = 5", "id = 6", "folder must be named"},
+      {"dtypes = [\"bf16\", \"fp32\"]", "dtypes = [\"bf17\"]", "dtypes[0]: unknown dtype"},
+      {"color = \"rank // 2\"", "color = \"rank // \"", "groups[0].color"},
+      {"[[inputs]]", "[[inputs]\n", "spec.toml:"},
+  };
+  for (auto& c : cases) {
+    std::string text = kScatter;
+    auto pos = text.find(c.edit_from);
+    ASSERT_NE(pos, std::string::npos) << c.edit_from;
+    text.replace(pos, c.edit_from.size(), c.edit_to);
+    std::string err = error_of(write("5_scatter", text));
+    EXPECT_NE(err.find(c.expect), std::string::npos) << "expected '" << c.expect << "' in: " << err;
+    EXPECT_NE(err.find("spec.toml"), std::string::npos) << err;
+  }
+}
+
+TEST_F(SpecTest, RegistryFindsByIdStemNameAndSuggests) {
+  write("5_scatter", kScatter);
+  fs::create_directories(root / "not_a_problem");
+  auto all = discover_problems(root);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(find_problem(all, "5").stem, "5_scatter");
+  EXPECT_EQ(find_problem(all, "scatter").stem, "5_scatter");
+  EXPECT_EQ(find_problem(all, "5_scatter").stem, "5_scatter");
+  EXPECT_EQ(find_problem(all, (root / "5_scatter" / "spec.toml").string()).stem, "5_scatter");
+  try {
+    find_problem(all, "scater");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean"), std::string::npos) << e.what();
+  }
+}
+
+// Every real problem in the repository loads and resolves at every world size it allows (up to 8).
+TEST(RealProblems, AllSpecsLoadAndResolve) {
+  const char* src = std::getenv("PKB_SOURCE_DIR");
+  ASSERT_NE(src, nullptr);
+  auto all = discover_problems(fs::path(src) / "problems");
+  ASSERT_GE(all.size(), 8u);
+  for (auto& e : all) {
+    Spec s = load_spec(e.dir);
+    for (auto& sz : s.sizes)
+      for (int w : {2, 4, 8})
+        if (w >= s.min_world && w <= s.max_world)
+          for (auto d : s.dtypes) EXPECT_NO_THROW(resolve(s, w, {sz.name, {}}, d)) << e.stem << " W=" << w << " " << sz.name;
+  }
+}
+
+}  // namespace
+}  // namespace pkb

@@ -1,0 +1,91 @@
+// pkb-worker: one rank of a job. Started by a launcher with --control-fd (the driver's channel),
+// --rank and --world; everything else arrives in the plan message. Never started by hand.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "core/error.hpp"
+#include "proto/channel.hpp"
+#include "worker/session.hpp"
+
+namespace {
+
+struct Args {
+  int fd = -1, rank = -1, world = -1;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i];
+    int v = std::atoi(argv[i + 1]);
+    if (k == "--control-fd") a.fd = v;
+    else if (k == "--rank") a.rank = v;
+    else if (k == "--world") a.world = v;
+  }
+  return a;
+}
+
+void report(int fd, pkb::Status status, const std::string& phase, const std::string& message) {
+  try {
+    pkb::send_message(fd, {pkb::MsgKind::error,
+                           nlohmann::json{{"status", std::string(pkb::to_string(status))}, {"phase", phase}, {"message", message}},
+                           {}});
+  } catch (...) {
+    // The driver is gone; nothing more to say.
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a = parse(argc, argv);
+  if (a.fd < 0 || a.rank < 0 || a.world < 1) {
+    std::fprintf(stderr, "pkb-worker is started by pkb (pkb run / pkb eval), not by hand\n");
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  std::optional<pkb::Message> m;
+  try {
+    m = pkb::recv_message(a.fd);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "pkb-worker: bad plan: %s\n", e.what());
+    return 3;
+  }
+  if (!m || m->kind != pkb::MsgKind::plan) {
+    std::fprintf(stderr, "pkb-worker: expected a plan message\n");
+    return 3;
+  }
+  pkb::WorkerPlan plan;
+  try {
+    plan = m->body.get<pkb::WorkerPlan>();
+  } catch (const std::exception& e) {
+    report(a.fd, pkb::Status::harness_error, "start", std::string("malformed plan: ") + e.what());
+    return 3;
+  }
+  pkb::worker::Session session(a.fd, plan);
+  try {
+    session.run();
+  } catch (const pkb::worker::WorkerFailure& f) {
+    report(a.fd, f.status, session.phase(), f.what());
+    std::fflush(nullptr);
+    _exit(1);  // skip teardown: peers may be stuck; the driver tears the job down
+  } catch (const pkb::Error& e) {
+    // A CUDA/NCCL error in harness code after the solution was loaded is charged to the solution:
+    // its kernels are the usual cause of a sticky error the harness then trips over.
+    bool candidate_ran = session.phase() != "start" && session.phase() != "setup";
+    report(a.fd, candidate_ran ? pkb::Status::runtime_error : pkb::Status::harness_error, session.phase(), e.what());
+    std::fflush(nullptr);
+    _exit(1);
+  } catch (const std::exception& e) {
+    report(a.fd, pkb::Status::harness_error, session.phase(), std::string("worker: ") + e.what());
+    std::fflush(nullptr);
+    _exit(1);
+  }
+  std::fflush(nullptr);
+  _exit(0);
+}

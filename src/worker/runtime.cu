@@ -1,0 +1,206 @@
+#include <cstring>
+
+#include "core/cuda_check.hpp"
+#include "worker/kernels.cuh"
+#include "worker/runtime.hpp"
+
+namespace pkb::worker {
+
+namespace {
+
+ncclUniqueId decode_id(const std::string& hex) {
+  ncclUniqueId id;
+  if (hex.size() != 2 * sizeof(id.internal)) fail(Errc::protocol_error, "plan: malformed NCCL id");
+  for (size_t i = 0; i < sizeof(id.internal); ++i)
+    id.internal[i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  return id;
+}
+
+Runtime* self(const pkb_context* ctx) { return static_cast<Runtime*>(ctx->harness); }
+
+}  // namespace
+
+Runtime::Runtime(const WorkerPlan& plan) : plan_(plan), device_(plan.device) {
+  cudaDeviceProp prop;
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, plan.device));
+  gpu_name_ = prop.name;
+
+  NCCL_CHECK(ncclCommInitRank(&comm_, plan.world, decode_id(plan.nccl_id_hex), plan.rank));
+
+  // Sub-groups, in spec order; every rank takes part in every split (color < 0: no group).
+  for (auto& g : plan.groups) {
+    ncclComm_t c = nullptr;
+    NCCL_CHECK(ncclCommSplit(comm_, g.color < 0 ? NCCL_SPLIT_NOCOLOR : g.color, g.key, &c, nullptr));
+    group_comms_.push_back(c);
+    group_members_.push_back(g.members);
+  }
+  for (size_t i = 0; i < plan.groups.size(); ++i) {
+    pkb_group pg{};
+    pg.name = plan.groups[i].name.c_str();
+    pg.comm = group_comms_[i];
+    pg.size = static_cast<int>(group_members_[i].size());
+    pg.world_ranks = group_members_[i].data();
+    pg.rank = -1;
+    for (int k = 0; k < pg.size; ++k)
+      if (group_members_[i][k] == plan.rank) pg.rank = k;
+    groups_.push_back(pg);
+  }
+
+  ncclDevCommRequirements req{};
+  req.lsaBarrierCount = PKB_DEVCOMM_LSA_BARRIERS;
+  NCCL_CHECK(ncclDevCommCreate(comm_, &req, &devcomm_));
+  ncclDevCommRequirements hreq{};
+  hreq.lsaBarrierCount = 1;
+  NCCL_CHECK(ncclDevCommCreate(comm_, &hreq, &harness_devcomm_));
+  devcomms_ = true;
+  lsa_world_ = harness_devcomm_.lsaSize == plan.world;
+  barrier_buf_ = DeviceBuffer(sizeof(float));
+
+  CUBLAS_CHECK(cublasCreate(&cublas_));
+  CUBLAS_CHECK(cublasSetStream(cublas_, stream_.get()));
+  cublas_ws_ = DeviceBuffer(32u << 20);
+  CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_ws_.get(), cublas_ws_.bytes()));
+
+  for (auto& [k, v] : plan.params) params_.push_back({k.c_str(), v});
+
+  ctx_.abi_version = PKB_ABI_VERSION;
+  ctx_.rank = plan.rank;
+  ctx_.world = plan.world;
+  ctx_.device = plan.device;
+  ctx_.stream = stream_.get();
+  ctx_.comm = comm_;
+  ctx_.devcomm = &devcomm_;
+  ctx_.n_groups = static_cast<int>(groups_.size());
+  ctx_.groups = groups_.data();
+  ctx_.cublas = cublas_;
+  ctx_.topo.gpus_per_node = devcomm_.lsaSize;
+  ctx_.topo.all_pairs_p2p = lsa_world_ ? 1 : 0;
+  ctx_.topo.sm_count = prop.multiProcessorCount;
+  ctx_.topo.l2_bytes = static_cast<size_t>(prop.l2CacheSize);
+  ctx_.topo.link_gbps = plan.link_gbps;
+  ctx_.topo.hbm_gbps = plan.hbm_gbps;
+  ctx_.topo.gpu_name = gpu_name_.c_str();
+  ctx_.problem = plan.problem.c_str();
+  ctx_.dtype = static_cast<pkb_dtype>(plan.dtype);
+  ctx_.n_params = static_cast<int>(params_.size());
+  ctx_.params = params_.data();
+  ctx_.symmetric_alloc = &Runtime::symmetric_alloc;
+  ctx_.symmetric_free = &Runtime::symmetric_free;
+  ctx_.set_error = &Runtime::set_error;
+  ctx_.find_group = &Runtime::find_group;
+  ctx_.param = &Runtime::param;
+  ctx_.harness = this;
+}
+
+Runtime::~Runtime() {
+  // Normal paths call teardown(); on error paths the process exits and the OS reclaims everything
+  // (a collective teardown could hang waiting for a rank that already failed).
+  if (cublas_ && !torn_down_) cublasDestroy(cublas_);
+}
+
+void Runtime::barrier(cudaStream_t s, double delay_us) {
+  if (lsa_world_) {
+    launch_barrier_delay(harness_devcomm_, delay_us, s);
+    return;
+  }
+  NCCL_CHECK(ncclAllReduce(barrier_buf_.get(), barrier_buf_.get(), 1, ncclFloat32, ncclSum, comm_, s));
+  if (delay_us > 0) launch_spin(delay_us, s);
+}
+
+std::string Runtime::take_error() { return std::exchange(error_, {}); }
+
+int Runtime::symmetric_alloc(pkb_context* ctx, size_t bytes, pkb_symmetric* out) {
+  Runtime* rt = self(ctx);
+  if (!out || bytes == 0) {
+    rt->error_ = "symmetric_alloc: need a non-zero size and an output struct";
+    return 1;
+  }
+  auto a = std::make_unique<SymAlloc>();
+  a->bytes = bytes;
+  try {
+    NCCL_CHECK(ncclMemAlloc(&a->ptr, bytes));
+    NCCL_CHECK(ncclCommWindowRegister(rt->comm_, a->ptr, bytes, &a->win, NCCL_WIN_COLL_SYMMETRIC));
+    a->peers_dev = DeviceBuffer(sizeof(void*) * rt->plan_.world);
+    launch_peer_pointers(a->win, rt->plan_.world, rt->plan_.rank, rt->devcomm_.lsaRank, rt->devcomm_.lsaSize,
+                         a->peers_dev.as<void*>(), rt->hstream_.get());
+    a->peers.resize(rt->plan_.world);
+    CUDA_CHECK(cudaMemcpyAsync(a->peers.data(), a->peers_dev.get(), sizeof(void*) * rt->plan_.world,
+                               cudaMemcpyDeviceToHost, rt->hstream_.get()));
+    CUDA_CHECK(cudaStreamSynchronize(rt->hstream_.get()));
+  } catch (const Error& e) {
+    rt->error_ = std::string("symmetric_alloc: ") + e.what();
+    return 1;
+  }
+  out->local = a->ptr;
+  out->peers = a->peers.data();
+  out->peers_dev = a->peers_dev.as<void*>();
+  out->bytes = bytes;
+  out->window = a->win;
+  rt->allocs_.push_back(std::move(a));
+  return 0;
+}
+
+void Runtime::free_alloc(SymAlloc& a) {
+  if (a.win) NCCL_CHECK(ncclCommWindowDeregister(comm_, a.win));
+  if (a.ptr) NCCL_CHECK(ncclMemFree(a.ptr));
+  a.win = nullptr;
+  a.ptr = nullptr;
+}
+
+int Runtime::symmetric_free(pkb_context* ctx, pkb_symmetric* buf) {
+  Runtime* rt = self(ctx);
+  if (!buf) return 0;
+  for (auto it = rt->allocs_.begin(); it != rt->allocs_.end(); ++it) {
+    if ((*it)->ptr != buf->local) continue;
+    try {
+      CUDA_CHECK(cudaDeviceSynchronize());
+      rt->free_alloc(**it);
+    } catch (const Error& e) {
+      rt->error_ = std::string("symmetric_free: ") + e.what();
+      return 1;
+    }
+    rt->allocs_.erase(it);
+    *buf = pkb_symmetric{};
+    return 0;
+  }
+  rt->error_ = "symmetric_free: not a buffer from symmetric_alloc";
+  return 1;
+}
+
+void Runtime::set_error(pkb_context* ctx, const char* msg) { self(ctx)->error_ = msg ? msg : "(null message)"; }
+
+const pkb_group* Runtime::find_group(const pkb_context* ctx, const char* name) {
+  for (auto& g : self(ctx)->groups_)
+    if (name && std::strcmp(g.name, name) == 0) return &g;
+  return nullptr;
+}
+
+int64_t Runtime::param(const pkb_context* ctx, const char* name, int64_t fallback) {
+  for (auto& p : self(ctx)->params_)
+    if (name && std::strcmp(p.name, name) == 0) return p.value;
+  return fallback;
+}
+
+void Runtime::teardown() {
+  if (torn_down_) return;
+  torn_down_ = true;
+  CUDA_CHECK(cudaDeviceSynchronize());
+  for (auto& a : allocs_) free_alloc(*a);
+  allocs_.clear();
+  if (devcomms_) {
+    NCCL_CHECK(ncclDevCommDestroy(comm_, &devcomm_));
+    NCCL_CHECK(ncclDevCommDestroy(comm_, &harness_devcomm_));
+  }
+  CUBLAS_CHECK(cublasDestroy(cublas_));
+  cublas_ = nullptr;
+  for (auto c : group_comms_)
+    if (c) {
+      NCCL_CHECK(ncclCommFinalize(c));
+      NCCL_CHECK(ncclCommDestroy(c));
+    }
+  NCCL_CHECK(ncclCommFinalize(comm_));
+  NCCL_CHECK(ncclCommDestroy(comm_));
+  comm_ = nullptr;
+}
+
+}  // namespace pkb::worker

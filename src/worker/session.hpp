@@ -1,0 +1,67 @@
+// One worker's job, in order: hello -> runtime (NCCL) -> load solution -> pkb_init -> correctness
+// trials -> timed calls -> pkb_finalize -> teardown. Failures become a WorkerFailure with the
+// status the driver will record.
+#pragma once
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/status.hpp"
+#include "pkb/solution.h"
+#include "proto/channel.hpp"
+#include "proto/plan.hpp"
+#include "worker/kernels.cuh"
+#include "worker/resources.hpp"
+#include "worker/runtime.hpp"
+
+namespace pkb::worker {
+
+struct WorkerFailure : std::runtime_error {
+  WorkerFailure(Status s, std::string msg) : std::runtime_error(std::move(msg)), status(s) {}
+  Status status;
+};
+
+/// A set of device tensors matching a list of descriptors, with pkb_tensor views.
+struct TensorSet {
+  std::vector<DeviceBuffer> buffers;
+  std::vector<pkb_tensor> views;
+  TensorSet() = default;
+  explicit TensorSet(const std::vector<TensorDesc>& descs);
+};
+
+class Session {
+ public:
+  Session(int fd, WorkerPlan plan);
+  ~Session();
+  void run();
+  const std::string& phase() const { return phase_; }
+
+ private:
+  void enter(const std::string& phase);
+  void load_solution();
+  void call_entry(const char* what, int rc);
+  void run_trial(int trial);
+  void run_timing();
+  void finish();
+
+  // timing helpers (timing.cpp)
+  int decide_warmup(TensorSet& out, std::vector<TensorSet>& groups);
+  void regenerate(TensorSet& set, uint64_t stream, CheckSlot* digest_slots);
+  double allreduce_max(double v);
+
+  int fd_;
+  WorkerPlan plan_;
+  std::string phase_ = "start";
+  std::unique_ptr<Runtime> rt_;
+  void* so_ = nullptr;
+  pkb_init_fn init_ = nullptr;
+  pkb_run_fn run_ = nullptr;
+  pkb_finalize_fn finalize_ = nullptr;
+  bool initialized_ = false;
+};
+
+/// Raw bytes of the check slots, for messages: digests as hex strings.
+std::string hex64(unsigned long long v);
+
+}  // namespace pkb::worker

@@ -1,0 +1,139 @@
+// A CPU-only stand-in for pkb-worker that speaks the control protocol, for testing the launcher and
+// the job runner without GPUs. PKB_FAKE_MODE picks a behaviour:
+//   ok                      every phase, trials and timing as a real worker would report them
+//   hang:R:PHASE            rank R stops answering on entering PHASE (e.g. "trial 0")
+//   crash:R:PHASE           rank R aborts (SIGABRT) on entering PHASE
+//   exit:R:PHASE            rank R exits with code 0 on entering PHASE, without a word
+//   error:R:PHASE           rank R reports a runtime_error on entering PHASE and exits 1
+//   garbage:R:PHASE         rank R writes bytes that are not a frame
+//   daemon:R:PHASE          rank R forks a child that keeps the channel open, then exits
+// Other ranks of a failing job wait forever, as real peers stuck in a collective would.
+// PKB_FAKE_PIDS=DIR makes every process (and forked child) write its pid to DIR/<pid>.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "core/digest.hpp"
+#include "core/dtype.hpp"
+#include "core/philox.hpp"
+#include "proto/channel.hpp"
+#include "proto/plan.hpp"
+
+namespace {
+
+using nlohmann::json;
+
+struct Mode {
+  std::string kind = "ok", phase;
+  int rank = -1;
+};
+
+Mode parse_mode() {
+  Mode m;
+  const char* e = std::getenv("PKB_FAKE_MODE");
+  if (!e || !*e) return m;
+  std::string s(e);
+  auto a = s.find(':');
+  if (a == std::string::npos) {
+    m.kind = s;
+    return m;
+  }
+  auto b = s.find(':', a + 1);
+  m.kind = s.substr(0, a);
+  m.rank = std::stoi(s.substr(a + 1, b - a - 1));
+  m.phase = b == std::string::npos ? "" : s.substr(b + 1);
+  return m;
+}
+
+void note_pid() {
+  if (const char* d = std::getenv("PKB_FAKE_PIDS")) std::ofstream(std::string(d) + "/" + std::to_string(getpid())) << getpid();
+}
+
+[[noreturn]] void hang() {
+  while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int fd = -1, rank = -1;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i];
+    if (k == "--control-fd") fd = std::atoi(argv[i + 1]);
+    if (k == "--rank") rank = std::atoi(argv[i + 1]);
+  }
+  note_pid();
+  Mode mode = parse_mode();
+  auto m = pkb::recv_message(fd);
+  if (!m) return 3;
+  pkb::WorkerPlan plan = m->body.get<pkb::WorkerPlan>();
+  auto send = [&](pkb::MsgKind k, json body, std::string blob = {}) { pkb::send_message(fd, {k, std::move(body), std::move(blob)}); };
+  send(pkb::MsgKind::hello, {{"rank", rank}, {"gpu", "fake"}});
+  auto enter = [&](const std::string& phase) {
+    send(pkb::MsgKind::phase, {{"phase", phase}});  // as a real worker: announce, then work
+    if (mode.rank == rank && mode.phase == phase) {
+      if (mode.kind == "hang") hang();
+      if (mode.kind == "crash") std::abort();
+      if (mode.kind == "exit") _exit(0);
+      if (mode.kind == "error") {
+        send(pkb::MsgKind::error, {{"status", "runtime_error"}, {"phase", phase}, {"message", "fake failure on purpose"}});
+        _exit(1);
+      }
+      if (mode.kind == "garbage") {
+        (void)!write(fd, "this is not a frame at all, not even close!!", 44);
+        hang();
+      }
+      if (mode.kind == "daemon") {
+        if (fork() == 0) {
+          setsid();
+          note_pid();
+          hang();
+        }
+        _exit(0);
+      }
+    }
+    if (mode.kind != "ok" && mode.rank != rank && mode.phase == phase) hang();  // peers get stuck too
+  };
+  for (auto p : {"setup", "load", "init"}) enter(p);
+  for (int t = 0; t < plan.trials; ++t) {
+    enter("trial " + std::to_string(t));
+    json outs = json::array(), ins = json::array();
+    std::string blob;
+    for (size_t o = 0; o < plan.outputs.size(); ++o) {
+      auto& d = plan.outputs[o];
+      std::string bytes(d.bytes(), '\0');
+      // Output = the rank's first input regenerated on the host (a deterministic "solution").
+      pkb::Dist dist;
+      for (size_t i = 0; i < d.numel(); ++i)
+        pkb::generate_element(bytes.data(), d.dtype, dist, pkb::rng::tensor_key(plan.seed, t, rank, 0), i);
+      std::string dg = std::to_string(pkb::digest_bytes(bytes.data(), bytes.size()));
+      char hex[17];
+      std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(pkb::digest_bytes(bytes.data(), bytes.size())));
+      outs.push_back({{"name", d.name}, {"digest_return", hex}, {"digest_after", hex}, {"unwritten", 0}, {"nonfinite", 0},
+                      {"poison", "7fc0"}});
+      blob += bytes;
+    }
+    for (auto& d : plan.inputs) ins.push_back({{"name", d.name}, {"digest_before", "0"}, {"digest_after", "0"}});
+    send(pkb::MsgKind::trial, {{"trial", t}, {"outputs", outs}, {"inputs", ins}}, blob);
+  }
+  if (plan.timing.enabled) {
+    enter("timing");
+    json times = json::array();
+    for (int i = 0; i < plan.timing.iters; ++i) times.push_back(0.010 + 0.001 * rank);
+    json outs = json::array();
+    for (auto& d : plan.outputs)
+      outs.push_back({{"name", d.name}, {"digests", json::array()}, {"unwritten", json::array()}, {"nonfinite", json::array()},
+                      {"samples", 0}});
+    send(pkb::MsgKind::timing, {{"warmup", 3}, {"iters", plan.timing.iters}, {"groups", 2}, {"times_ms", times},
+                                {"span_ms", 0.02 * plan.timing.iters}, {"host_ms", 0.03 * plan.timing.iters}, {"outputs", outs},
+                                {"inputs", json::array()}});
+  }
+  enter("finalize");
+  send(pkb::MsgKind::done, json::object());
+  enter("teardown");
+  return 0;
+}
