@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <mutex>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -38,7 +39,9 @@ std::filesystem::path default_nvcc() {
 }
 
 std::string nvcc_version(const std::filesystem::path& nvcc) {
+  static std::mutex mu;
   static std::map<std::string, std::string> memo;
+  std::lock_guard<std::mutex> lock(mu);
   auto it = memo.find(nvcc.string());
   if (it != memo.end()) return it->second;
   SpawnOptions o;
@@ -73,7 +76,11 @@ namespace {
 std::vector<std::string> nvcc_argv(const std::filesystem::path& nvcc, const CompileOptions& opts,
                                    const std::filesystem::path& src, const std::filesystem::path& out) {
   std::vector<std::string> a{nvcc.string(), "-O3", "-std=c++17", "-arch=" + opts.arch, "-shared", "-Xcompiler", "-fPIC",
-                             "-I" + (pkb_home() / "include").string(), "-I" + std::string(PKB_NCCL_INCLUDE_DIR)};
+                             "-I" + (pkb_home() / "include").string()};
+  // Never -I a system directory: it reorders the system search path and breaks libstdc++'s
+  // #include_next.
+  std::string nccl_inc = PKB_NCCL_INCLUDE_DIR;
+  if (nccl_inc != "/usr/include" && nccl_inc != "/usr/local/include") a.push_back("-I" + nccl_inc);
   a.insert(a.end(), opts.extra_flags.begin(), opts.extra_flags.end());
   a.insert(a.end(), {src.string(), "-o", out.string(), "-L" + std::string(PKB_NCCL_LIB_DIR), "-lnccl", "-lcublas", "-lcublasLt"});
   return a;

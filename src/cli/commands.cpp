@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include "build/compiler.hpp"
 #include "core/error.hpp"
@@ -146,25 +148,47 @@ Command build_command() {
             struct Opts {
               std::vector<std::string> files;
               std::string arch = "sm_90";
-              int timeout = 300;
+              int timeout = 300, jobs = 1;
               bool no_cache = false;
             };
             auto o = std::make_shared<Opts>();
             sub.add_option("files", o->files, "Solution .cu files")->required();
             sub.add_option("--arch", o->arch, "nvcc -arch value")->envname("PKB_ARCH");
             sub.add_option("--compile-timeout", o->timeout, "Seconds before nvcc is stopped");
+            sub.add_option("--jobs,-j", o->jobs, "Compile this many files at once");
             sub.add_flag("--no-cache", o->no_cache, "Rebuild even if cached");
             return std::function<int()>([o] {
               CompileOptions co;
               co.arch = o->arch;
               co.timeout = std::chrono::seconds(o->timeout);
               co.use_cache = !o->no_cache;
+              std::vector<CompileResult> results(o->files.size());
+              std::vector<std::string> errors(o->files.size());
+              std::atomic<size_t> next{0};
+              auto work = [&] {
+                for (size_t i; (i = next++) < o->files.size();) {
+                  try {
+                    results[i] = compile_solution(o->files[i], co);
+                  } catch (const std::exception& e) {
+                    errors[i] = e.what();
+                  }
+                }
+              };
+              std::vector<std::thread> pool;
+              for (int t = 0; t < std::max(1, o->jobs); ++t) pool.emplace_back(work);
+              for (auto& t : pool) t.join();
               int failed = 0;
-              for (auto& f : o->files) {
-                auto r = compile_solution(f, co);
+              for (size_t i = 0; i < o->files.size(); ++i) {
+                const CompileResult& r = results[i];
+                if (!errors[i].empty()) {
+                  fmt::print("{:<60} error: {}\n", o->files[i], errors[i]);
+                  ++failed;
+                  continue;
+                }
                 bool ok = r.ok && r.missing_entry_points.empty();
                 failed += !ok;
-                fmt::print("{:<60} {}{}\n", f, ok ? "ok" : (r.ok ? "missing entry points:" : (r.timed_out ? "compile timeout" : "compile error")),
+                fmt::print("{:<60} {}{}\n", o->files[i],
+                           ok ? "ok" : (r.ok ? "missing entry points:" : (r.timed_out ? "compile timeout" : "compile error")),
                            r.cached ? " (cached)" : fmt::format(" ({:.1f} s)", r.seconds));
                 for (auto& m : r.missing_entry_points) fmt::print("    {}\n", m);
                 if (!r.ok) fmt::print("{}\n", r.log);
