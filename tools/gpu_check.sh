@@ -25,6 +25,16 @@ stamp "prebuild every solution (parallel nvcc)"
 shopt -s nullglob
 $PKB build -j 32 problems/*/reference.cu solutions/examples/*.cu solutions/expert/*.cu solutions/adversarial/*.cu \
   >"$OUT/prebuild.log" 2>&1
+stamp "smoke: one run and one eval on 2 GPUs"
+$PKB run 1 --gpus 2 --size tiny --oracle --timeout 20 >"$OUT/smoke.log" 2>&1
+smoke_run=$?
+$PKB eval 1 --solution reference --gpus 2 --size tiny --trials 1 --iters 10 --warmup 5 --timeout 20 >>"$OUT/smoke.log" 2>&1
+smoke_eval=$?
+if [ $smoke_run != 0 ] || [ $smoke_eval != 0 ]; then
+  echo "smoke failed (run rc=$smoke_run, eval rc=$smoke_eval); skipping the rest"
+  cat "$OUT/smoke.log" | tail -60
+  exit 1
+fi
 stamp "gpu tests"
 build/bin/gpu_test --gtest_output=json:"$OUT/gpu_test.json" >"$OUT/gpu_test.log" 2>&1
 gpu_rc=$?

@@ -14,7 +14,7 @@
 namespace pkb {
 
 struct Deadlines {
-  std::chrono::milliseconds setup{180'000};     // process start + NCCL init + solution load
+  std::chrono::milliseconds setup{60'000};      // process start + NCCL init + solution load
   std::chrono::milliseconds init{120'000};      // pkb_init
   std::chrono::milliseconds trial{60'000};      // each correctness trial
   std::chrono::milliseconds timing{300'000};    // the whole timed phase
