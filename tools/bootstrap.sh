@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS="cmake ninja-build g++ libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev libtomlplusplus-dev libssl-dev libcurl4-openssl-dev"
-HEADERS="nlohmann/json.hpp CLI/CLI.hpp fmt/format.h toml++/toml.h openssl/evp.h gtest/gtest.h curl/curl.h"
+HEADERS="nlohmann/json.hpp CLI/CLI.hpp fmt/format.h toml++/toml.h openssl/evp.h gtest/gtest.h"
 
 missing() {
   local out=""
@@ -23,11 +23,9 @@ if [ -n "$(missing)" ] && command -v apt-get >/dev/null; then
   SUDO=""
   [ "$(id -u)" = 0 ] || SUDO="sudo"
   echo "[bootstrap] installing:$(missing)"
-  if $SUDO apt-get update -qq >/dev/null 2>&1; then
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $PKGS >/dev/null
-  else
-    echo "[bootstrap] no package mirror reachable; using .deps/ if present"
-  fi
+  $SUDO apt-get update -qq >/dev/null 2>&1 || true
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $PKGS >/dev/null 2>&1 ||
+    echo "[bootstrap] apt-get could not install everything (no package mirror?); trying .deps/"
 fi
 if [ -n "$(missing)" ] && ls .deps/*.deb >/dev/null 2>&1; then
   mkdir -p .deps/root
