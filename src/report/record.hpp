@@ -50,6 +50,8 @@ struct EvalRecord {
   std::string problem_stem, problem_name, spec_hash;
 
   SideInfo baseline, candidate;
+  std::string label;  // the solution set this candidate belongs to (e.g. a model's run name)
+  int sample = 0;     // sample index within the set, for pass@k
 
   int world = 0;
   std::string dtype, size_name;
@@ -76,6 +78,9 @@ struct EvalRecord {
 
   SideTiming baseline_timing, candidate_timing;
   std::optional<double> speedup;
+  /// Roofline of the candidate (see docs/performance.md): floor_us, pct (floor / measured),
+  /// the byte and FLOP counts it came from; null when not computed.
+  nlohmann::json roofline = nullptr;
   std::optional<bool> bitwise_identical;  // candidate outputs equal the baseline's bit for bit
   std::vector<std::string> warnings;
 
