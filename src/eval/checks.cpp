@@ -6,6 +6,7 @@
 #include "core/poison.hpp"
 #include "eval/compare.hpp"
 #include "eval/internal.hpp"
+#include "roofline/roofline.hpp"
 #include "spec/oracle.hpp"
 
 namespace pkb::detail {
@@ -243,6 +244,22 @@ void check_oracle(const Prepared& p, const JobResult& job, EvalRecord& rec) {
                       s.ok() ? "" : describe_mismatch(s, tp.shape), to_json(s, tp.shape));
       }
   }
+}
+
+void attach_roofline(const Prepared& p, EvalRecord& rec) {
+  auto work = instance_work(p.inst);
+  if (!work || !rec.candidate_timing.measured) return;
+  HardwareFacts peaks = datasheet_facts(p.sys.gpu_name, p.sys.gpu_count);
+  const HardwareFacts& ceilings = p.calibration ? *p.calibration : peaks;
+  std::string source = p.calibration ? "calibrated" : "datasheet";
+  Roofline r = compute_roofline(*work, ceilings, peaks, p.inst.dtype, rec.candidate_timing.us.median, source);
+  rec.roofline = to_json(r, *work);
+  if (rec.baseline_timing.measured && rec.baseline_timing.us.median > 0)
+    rec.roofline["baseline_pct"] = 100.0 * r.floor_us / rec.baseline_timing.us.median;
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "median %.3f us is below the physical floor of %.3f us (datasheet peaks)",
+                r.measured_us, r.peak_floor_us);
+  rec.add_check(!r.impossible, rec.candidate.label + " timing vs roofline", r.impossible ? buf : "", nullptr, Status::flagged);
 }
 
 void conclude_checks(EvalRecord& rec) {

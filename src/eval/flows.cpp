@@ -8,6 +8,7 @@
 #include "core/files.hpp"
 #include "core/hash.hpp"
 #include "eval/internal.hpp"
+#include "spec/oracle.hpp"
 #include "spec/registry.hpp"
 
 namespace pkb {
@@ -59,6 +60,7 @@ Prepared prepare(const EvalOptions& opts) {
   if (opts.atol) p.inst.tolerance.atol = *opts.atol;
   if (opts.rtol) p.inst.tolerance.rtol = *opts.rtol;
   p.seed = opts.seed ? *opts.seed : secret_seed();
+  p.calibration = load_calibration(p.sys.gpu_name, p.sys.gpu_count, p.sys.nvidia_driver);
   return p;
 }
 
@@ -164,6 +166,10 @@ std::vector<WorkerPlan> make_plans(const EvalOptions& opts, const Prepared& p, c
     w.trials = opts.trials;
     w.send_inputs = send_inputs;
     w.timing = tp;
+    if (p.calibration) {
+      w.link_gbps = p.calibration->link_gbps();
+      w.hbm_gbps = p.calibration->hbm_gbps;
+    }
     plans.push_back(std::move(w));
   }
   return plans;
@@ -224,6 +230,8 @@ using namespace detail;
 EvalRecord run_dry(const EvalOptions& opts) {
   auto t0 = Clock::now();
   Prepared p = prepare(opts);
+  if (opts.oracle && !find_oracle(p.spec.stem))
+    fail(Errc::invalid_argument, p.spec.stem + " has no CPU oracle (problems/" + p.spec.stem + "/oracle.cpp)");
   EvalRecord rec = start_record(opts, p, "run");
   rec.candidate.label = p.solution_is_reference ? "baseline" : "solution";
   std::string so;
@@ -241,7 +249,10 @@ EvalRecord run_dry(const EvalOptions& opts) {
   } else {
     check_sanity(p, job, rec);
     if (opts.oracle) check_oracle(p, job, rec);
-    if (opts.perf) rec.candidate_timing = summarize_timing(job, rec, rec.candidate.label);
+    if (opts.perf) {
+      rec.candidate_timing = summarize_timing(job, rec, rec.candidate.label);
+      attach_roofline(p, rec);
+    }
     conclude_checks(rec);
     if (!opts.dump_dir.empty()) dump_artifacts(opts.dump_dir, p, job, "");
   }
@@ -295,6 +306,7 @@ EvalRecord run_eval(const EvalOptions& opts) {
     rec.baseline_timing = summarize_timing(base, rec, "baseline");
     rec.candidate_timing = summarize_timing(cand, rec, "candidate");
     check_timed_calls(p, base, cand, rec);
+    attach_roofline(p, rec);
   }
   conclude_checks(rec);
   if (opts.perf && rec.baseline_timing.measured && rec.candidate_timing.measured && rec.candidate_timing.us.median > 0)

@@ -6,6 +6,7 @@
 
 #include "eval/evaluator.hpp"
 #include "eval/system.hpp"
+#include "roofline/hardware.hpp"
 #include "spec/spec.hpp"
 
 namespace pkb::detail {
@@ -17,6 +18,7 @@ struct Prepared {
   uint64_t seed = 0;
   std::filesystem::path solution_path;  // resolved candidate source
   bool solution_is_reference = false;
+  std::optional<HardwareFacts> calibration;  // this machine's `pkb calibrate`, if any
 };
 
 /// Resolves the problem, sizes, dtype and GPU count; throws on bad input.
@@ -48,6 +50,8 @@ void check_oracle(const Prepared& p, const JobResult& job, EvalRecord& rec);
 SideTiming summarize_timing(const JobResult& job, EvalRecord& rec, const std::string& label);
 /// Sets status and message from the first failed check (if any).
 void conclude_checks(EvalRecord& rec);
+/// Fills rec.roofline from the candidate's median time and flags physically impossible times.
+void attach_roofline(const Prepared& p, EvalRecord& rec);
 
 // dump.cpp
 void dump_artifacts(const std::string& dir, const Prepared& p, const JobResult& job, const std::string& side);
