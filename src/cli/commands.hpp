@@ -27,6 +27,7 @@ Command run_command();
 Command eval_command();
 Command build_command();
 Command version_command();
+Command calibrate_command();
 
 /// Directory of the running pkb executable (where pkb-worker lives).
 std::string self_dir();
