@@ -31,29 +31,42 @@ EvalRecord start_record(const EvalOptions& opts, const Prepared& p, const char* 
 bool compile_side(const EvalOptions& opts, const std::filesystem::path& src, SideInfo& side, EvalRecord& rec,
                   std::string& so_path, bool is_baseline);
 
+/// One configuration a job runs (eval: one; sweep: one per size).
+struct Step {
+  const Instance* inst = nullptr;
+  std::string name;
+  uint64_t seed = 0;
+  int trials = 1;
+  TimingPlan timing;
+};
+
+/// The timing plan for an instance: input groups sized from the largest rank's inputs and L2.
+TimingPlan timing_plan(const EvalOptions& opts, const Prepared& p, const Instance& inst, bool enabled);
+
 /// Plans for every rank of one job.
-std::vector<WorkerPlan> make_plans(const EvalOptions& opts, const Prepared& p, const std::string& so_path,
-                                   const std::string& role, bool timing, bool send_inputs);
+std::vector<WorkerPlan> make_plans(const Prepared& p, const std::vector<Step>& steps, const std::string& so_path,
+                                   const std::string& role, bool send_inputs);
 
 JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<WorkerPlan> plans, const std::string& label);
 
 // checks.cpp
 /// Checks a job's own outputs (written, finite, stable after return, inputs untouched).
-void check_sanity(const Prepared& p, const JobResult& job, EvalRecord& rec);
+void check_sanity(const Instance& inst, const StepResult& job, EvalRecord& rec);
 /// Compares the candidate's trial outputs with the baseline's.
-void check_trials(const Prepared& p, const JobResult& base, const JobResult& cand, EvalRecord& rec);
+void check_trials(const Instance& inst, const StepResult& base, const StepResult& cand, EvalRecord& rec);
 /// Compares every timed call of the candidate with the same call of the baseline.
-void check_timed_calls(const Prepared& p, const JobResult& base, const JobResult& cand, EvalRecord& rec);
+void check_timed_calls(const Instance& inst, const StepResult& base, const StepResult& cand, EvalRecord& rec);
 /// Compares trial outputs with the CPU oracle (needs inputs in the job result).
-void check_oracle(const Prepared& p, const JobResult& job, EvalRecord& rec);
+void check_oracle(const Instance& inst, uint64_t seed, const StepResult& job, EvalRecord& rec);
 /// Per-iteration slowest-rank times and plausibility of one side's timing.
-SideTiming summarize_timing(const JobResult& job, EvalRecord& rec, const std::string& label);
+SideTiming summarize_timing(const StepResult& job, EvalRecord& rec, const std::string& label);
 /// Sets status and message from the first failed check (if any).
 void conclude_checks(EvalRecord& rec);
 /// Fills rec.roofline from the candidate's median time and flags physically impossible times.
 void attach_roofline(const Prepared& p, EvalRecord& rec);
 
 // dump.cpp
-void dump_artifacts(const std::string& dir, const Prepared& p, const JobResult& job, const std::string& side);
+void dump_artifacts(const std::string& dir, const Prepared& p, const Instance& inst, uint64_t seed, const StepResult& job,
+                    const std::string& side);
 
 }  // namespace pkb::detail
