@@ -102,8 +102,9 @@ class JobRunner {
       case MsgKind::trial: store_trial(r, std::move(m)); break;
       case MsgKind::timing: {
         StepResult& sr = step_of(m.body);
-        if (sr.timing.empty()) sr.timing.resize(ranks_.size());
-        sr.timing[r] = {std::move(m.body), std::move(m.blob)};
+        auto& into = m.body.value("mode", std::string("eager")) == "graph" ? sr.graph : sr.timing;
+        if (into.empty()) into.resize(ranks_.size());
+        into[r] = {std::move(m.body), std::move(m.blob)};
         break;
       }
       case MsgKind::error: {

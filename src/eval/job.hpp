@@ -38,6 +38,7 @@ struct RankTiming {
 struct StepResult {
   std::vector<std::vector<RankTrial>> trials;  // [trial][rank]
   std::vector<RankTiming> timing;              // [rank] (when timing ran)
+  std::vector<RankTiming> graph;               // [rank] (graph replay timing, when asked for)
   bool complete = false;                       // every rank reached the step's end
 };
 

@@ -32,7 +32,7 @@ struct GroupDesc {
 
 struct TimingPlan {
   bool enabled = false;
-  bool graph = false;          // time a CUDA graph of all timed calls (pure device time, no per-call checks)
+  bool graph = false;          // also time a CUDA graph of all timed calls (pure device time)
   int warmup = 500;            // upper bound; cut short after warmup_budget_ms
   double warmup_budget_ms = 2000;
   int iters = 100;
