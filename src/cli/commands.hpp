@@ -28,6 +28,7 @@ Command eval_command();
 Command build_command();
 Command version_command();
 Command calibrate_command();
+Command sweep_command();
 
 /// Directory of the running pkb executable (where pkb-worker lives).
 std::string self_dir();

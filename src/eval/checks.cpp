@@ -246,13 +246,13 @@ void check_oracle(const Instance& inst, uint64_t seed, const StepResult& job, Ev
   }
 }
 
-void attach_roofline(const Prepared& p, EvalRecord& rec) {
-  auto work = instance_work(p.inst);
+void attach_roofline(const Prepared& p, const Instance& inst, EvalRecord& rec) {
+  auto work = instance_work(inst);
   if (!work || !rec.candidate_timing.measured) return;
   HardwareFacts peaks = datasheet_facts(p.sys.gpu_name, p.sys.gpu_count);
   const HardwareFacts& ceilings = p.calibration ? *p.calibration : peaks;
   std::string source = p.calibration ? "calibrated" : "datasheet";
-  Roofline r = compute_roofline(*work, ceilings, peaks, p.inst.dtype, rec.candidate_timing.us.median, source);
+  Roofline r = compute_roofline(*work, ceilings, peaks, inst.dtype, rec.candidate_timing.us.median, source);
   rec.roofline = to_json(r, *work);
   if (rec.baseline_timing.measured && rec.baseline_timing.us.median > 0)
     rec.roofline["baseline_pct"] = 100.0 * r.floor_us / rec.baseline_timing.us.median;

@@ -64,7 +64,7 @@ Prepared prepare(const EvalOptions& opts) {
   return p;
 }
 
-EvalRecord start_record(const EvalOptions& opts, const Prepared& p, const char* kind) {
+EvalRecord start_record(const EvalOptions& opts, const Prepared& p, const Instance& inst, const char* kind) {
   EvalRecord r;
   r.kind = kind;
   r.timestamp = now_iso8601();
@@ -73,14 +73,14 @@ EvalRecord start_record(const EvalOptions& opts, const Prepared& p, const char* 
   r.problem_stem = p.spec.stem;
   r.problem_name = p.spec.name;
   r.spec_hash = p.spec.hash;
-  r.world = p.inst.world;
-  r.dtype = std::string(to_string(p.inst.dtype));
-  r.size_name = p.inst.size_name;
-  for (auto& [k, v] : p.inst.vars)
+  r.world = inst.world;
+  r.dtype = std::string(to_string(inst.dtype));
+  r.size_name = inst.size_name;
+  for (auto& [k, v] : inst.vars)
     if (k != "e") r.params[k] = v;
   r.trials = opts.trials;
-  r.atol = p.inst.tolerance.atol;
-  r.rtol = p.inst.tolerance.rtol;
+  r.atol = inst.tolerance.atol;
+  r.rtol = inst.tolerance.rtol;
   char buf[24];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(p.seed));
   r.seed = buf;
@@ -251,7 +251,7 @@ EvalRecord run_dry(const EvalOptions& opts) {
   Prepared p = prepare(opts);
   if (opts.oracle && !find_oracle(p.spec.stem))
     fail(Errc::invalid_argument, p.spec.stem + " has no CPU oracle (problems/" + p.spec.stem + "/oracle.cpp)");
-  EvalRecord rec = start_record(opts, p, "run");
+  EvalRecord rec = start_record(opts, p, p.inst, "run");
   rec.candidate.label = p.solution_is_reference ? "baseline" : "solution";
   std::string so;
   if (!compile_side(opts, p.solution_path, rec.candidate, rec, so, false)) {
@@ -272,7 +272,7 @@ EvalRecord run_dry(const EvalOptions& opts) {
     if (opts.oracle) check_oracle(p.inst, p.seed, sr, rec);
     if (opts.perf) {
       rec.candidate_timing = summarize_timing(sr, rec, rec.candidate.label);
-      attach_roofline(p, rec);
+      attach_roofline(p, p.inst, rec);
     }
     conclude_checks(rec);
     if (!opts.dump_dir.empty()) dump_artifacts(opts.dump_dir, p, p.inst, p.seed, sr, "");
@@ -284,7 +284,7 @@ EvalRecord run_dry(const EvalOptions& opts) {
 EvalRecord run_eval(const EvalOptions& opts) {
   auto t0 = Clock::now();
   Prepared p = prepare(opts);
-  EvalRecord rec = start_record(opts, p, "eval");
+  EvalRecord rec = start_record(opts, p, p.inst, "eval");
   rec.baseline.label = "baseline";
   rec.candidate.label = "candidate";
   std::string base_so, cand_so;
@@ -329,7 +329,7 @@ EvalRecord run_eval(const EvalOptions& opts) {
     rec.baseline_timing = summarize_timing(bs, rec, "baseline");
     rec.candidate_timing = summarize_timing(cs, rec, "candidate");
     check_timed_calls(p.inst, bs, cs, rec);
-    attach_roofline(p, rec);
+    attach_roofline(p, p.inst, rec);
   }
   conclude_checks(rec);
   if (opts.perf && rec.baseline_timing.measured && rec.candidate_timing.measured && rec.candidate_timing.us.median > 0)

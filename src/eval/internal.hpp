@@ -24,8 +24,8 @@ struct Prepared {
 /// Resolves the problem, sizes, dtype and GPU count; throws on bad input.
 Prepared prepare(const EvalOptions& opts);
 
-/// Record fields common to both flows.
-EvalRecord start_record(const EvalOptions& opts, const Prepared& p, const char* kind);
+/// Record fields common to every flow, for one instance.
+EvalRecord start_record(const EvalOptions& opts, const Prepared& p, const Instance& inst, const char* kind);
 
 /// Compiles one side; on failure fills the record (compile_error / load_error) and returns false.
 bool compile_side(const EvalOptions& opts, const std::filesystem::path& src, SideInfo& side, EvalRecord& rec,
@@ -63,7 +63,11 @@ SideTiming summarize_timing(const StepResult& job, EvalRecord& rec, const std::s
 /// Sets status and message from the first failed check (if any).
 void conclude_checks(EvalRecord& rec);
 /// Fills rec.roofline from the candidate's median time and flags physically impossible times.
-void attach_roofline(const Prepared& p, EvalRecord& rec);
+void attach_roofline(const Prepared& p, const Instance& inst, EvalRecord& rec);
+/// Applies a failed job to the record (a failing baseline is a harness error).
+void apply_job_failure(const JobResult& job, EvalRecord& rec, bool is_baseline);
+/// Wall time, clears the progress line, appends the JSON line if asked.
+void finish_record(const EvalOptions& opts, EvalRecord& rec, Clock::time_point t0);
 
 // dump.cpp
 void dump_artifacts(const std::string& dir, const Prepared& p, const Instance& inst, uint64_t seed, const StepResult& job,
