@@ -42,7 +42,7 @@ std::unique_ptr<Instance> instance_for(const Prepared& p, const SweepOptions& o,
   long long v = std::max(1ll, static_cast<long long>(std::llround((static_cast<double>(target) - (f1 - slope)) / slope)));
   std::string last_error;
   for (long long tries = 0; tries < 256; ++tries, ++v) {
-    SizeChoice sc{base.size_name, {{o.var, v}}};
+    SizeChoice sc{o.eval.size.empty() ? p.spec.default_size : o.eval.size, {{o.var, v}}};
     for (auto& [k, x] : o.eval.size_overrides)
       if (k != o.var) sc.overrides.emplace_back(k, x);
     try {
