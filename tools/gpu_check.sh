@@ -67,7 +67,7 @@ if has self; then
 fi
 if has experts; then
   stamp "experts: every size from 8 KiB to 64 MiB, checked, W=2 and W=$GPUS"
-  for w in 2 $GPUS; do
+  for w in $(printf "2\n%s\n" "$GPUS" | sort -un); do
     for f in solutions/expert/[0-9]*.cu; do
       p=$(basename "$f" | cut -d_ -f1)
       $PKB sweep $p --solution "$f" --gpus $w -b 8K -e 64M -f 8 --iters 10 --warmup 5 -q --json "$OUT/experts.jsonl" \
@@ -78,7 +78,7 @@ if has experts; then
 fi
 if has sweeps; then
   stamp "sweeps for the results table: 8 KiB .. 1 GiB, W=2 and W=$GPUS, with graph replay"
-  for w in 2 $GPUS; do
+  for w in $(printf "2\n%s\n" "$GPUS" | sort -un); do
     for f in solutions/expert/[0-9]*.cu; do
       p=$(basename "$f" | cut -d_ -f1)
       $PKB sweep $p --solution "$f" --gpus $w -b 8K -e 1G -f 4 --graph -q --json "$OUT/sweeps.jsonl" >>"$OUT/sweeps.log" 2>&1
