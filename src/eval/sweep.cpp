@@ -84,6 +84,8 @@ void conclude_size(const Prepared& p, const Instance& inst, const JobResult& bas
     rec.candidate.label = "baseline";
   }
   attach_roofline(p, inst, rec);
+  if (!bs.graph.empty())
+    rec.graph_timing = {{"baseline_us", row.base_graph_us}, {"candidate_us", cand ? row.cand_graph_us : row.base_graph_us}};
   conclude_checks(rec);
   if (cand && rec.baseline_timing.us.median > 0 && rec.candidate_timing.us.median > 0)
     rec.speedup = rec.baseline_timing.us.median / rec.candidate_timing.us.median;

@@ -51,6 +51,7 @@ json to_json(const EvalRecord& r) {
       {"timing", {{"baseline", timing_json(r.baseline_timing)}, {"candidate", timing_json(r.candidate_timing)}}},
       {"speedup", r.speedup ? json(*r.speedup) : json(nullptr)},
       {"roofline", r.roofline},
+      {"graph_timing", r.graph_timing},
       {"bitwise_identical", r.bitwise_identical ? json(*r.bitwise_identical) : json(nullptr)},
       {"warnings", r.warnings},
       {"wall_s", r.wall_s},

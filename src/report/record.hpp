@@ -81,6 +81,8 @@ struct EvalRecord {
   /// Roofline of the candidate (see docs/performance.md): floor_us, pct (floor / measured),
   /// the byte and FLOP counts it came from; null when not computed.
   nlohmann::json roofline = nullptr;
+  /// CUDA-graph replay timing when asked for (sweep --graph): {baseline_us, candidate_us}.
+  nlohmann::json graph_timing = nullptr;
   std::optional<bool> bitwise_identical;  // candidate outputs equal the baseline's bit for bit
   std::vector<std::string> warnings;
 
