@@ -55,6 +55,7 @@ class JobRunner {
     auto t0 = Clock::now();
     int W = static_cast<int>(cfg_.plans.size());
     job_ = launcher_.launch(cfg_.launch);
+    res_.containment = job_->containment();
     ranks_.resize(W);
     res_.hello.resize(W);
     if (!cfg_.plans.empty())
@@ -261,8 +262,12 @@ class JobRunner {
       }
       if (all_exited) break;
     }
-    for (auto& s : ranks_)
+    bool all_exited = true;
+    for (auto& s : ranks_) {
       if (!s.exit || !s.exit->exited || s.exit->code != 0) res_.teardown_clean = false;
+      all_exited &= s.exit.has_value();
+    }
+    if (all_exited) res_.leftover_processes = job_->leftovers().size();
     for (auto& sr : res_.steps) sr.complete = true;
     job_->kill();
     job_->wait_all(Clock::now() + std::chrono::seconds(10));

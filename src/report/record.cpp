@@ -43,6 +43,7 @@ json to_json(const EvalRecord& r) {
        {{"world", r.world}, {"dtype", r.dtype}, {"size", r.size_name}, {"params", r.params}, {"trials", r.trials},
         {"atol", r.atol}, {"rtol", r.rtol}, {"seed", r.seed}}},
       {"system", r.system},
+      {"containment", r.containment},
       {"status", std::string(to_string(r.status))},
       {"message", r.message},
       {"failed_check_count", checks.size()},

@@ -61,6 +61,7 @@ struct EvalRecord {
   std::string seed;  // revealed after the run, for reproduction
 
   nlohmann::json system = nlohmann::json::object();
+  std::string containment;  // how the candidate's job was contained: cgroup2, cgroup1, process-group
 
   Status status = Status::ok;
   std::string message;
