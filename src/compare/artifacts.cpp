@@ -127,11 +127,11 @@ ArtifactComparison compare_artifact_dirs(const fs::path& a, const fs::path& b, T
   std::set<std::string> in_b(fb.begin(), fb.end());
   for (auto& rel : fa) {
     if (in_b.count(rel)) compare_files(a, b, rel, tol, c);
-    else c.findings.push_back({rel, "", FindingKind::only_in_a, DType::fp32, {}, {}, false, "the file is missing in B"});
+    else c.findings.push_back({rel, "", FindingKind::only_in_a, DType::fp32, {}, {}, false, "missing in B (a rank or trial B did not dump)"});
   }
   std::set<std::string> in_a(fa.begin(), fa.end());
   for (auto& rel : fb)
-    if (!in_a.count(rel)) c.findings.push_back({rel, "", FindingKind::only_in_b, DType::fp32, {}, {}, false, "the file is missing in A"});
+    if (!in_a.count(rel)) c.findings.push_back({rel, "", FindingKind::only_in_b, DType::fp32, {}, {}, false, "missing in A (a rank or trial A did not dump)"});
   return c;
 }
 
