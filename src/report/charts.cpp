@@ -22,6 +22,13 @@ constexpr const char* kAxis = "#555";
 constexpr const char* kGrid = "#e3e3e3";
 constexpr double kLegendRow = 20, kLegendColumn = 220;
 
+constexpr double kMinPlotWidth = 560;
+
+/// Width of one problem's slot on a categorical axis, so that few problems still fill the plot.
+double band_for(const Leaderboard& b, double min_width) {
+  return min_width / static_cast<double>(std::max<size_t>(1, b.problems.size()));
+}
+
 /// The plot area inside a canvas.
 struct Frame {
   double left, top, width, height;
@@ -111,8 +118,8 @@ std::string fast_p_chart(const Leaderboard& b) {
 
 std::string speedup_chart(const Leaderboard& b) {
   size_t nr = std::max<size_t>(1, b.runs.size());
-  double band = std::max(28.0, 10.0 * static_cast<double>(nr) + 8);
-  Frame f{64, 24, std::max(560.0, band * static_cast<double>(b.problems.size())), 260};
+  double band = std::max(band_for(b, kMinPlotWidth), 10.0 * static_cast<double>(nr) + 8);
+  Frame f{64, 24, band * static_cast<double>(std::max<size_t>(1, b.problems.size())), 260};
   double width = f.right() + 24;
   Svg svg(width, f.bottom() + 120 + legend_height(b, width), "speedup", "Best correct speedup per problem (log scale)");
   double lo = 0.5, hi = 2.0;
@@ -151,8 +158,8 @@ std::string speedup_chart(const Leaderboard& b) {
 }
 
 std::string roofline_chart(const Leaderboard& b) {
-  double band = 36;
-  Frame f{64, 24, std::max(560.0, band * static_cast<double>(b.problems.size())), 220};
+  double band = std::max(band_for(b, kMinPlotWidth), 36.0);
+  Frame f{64, 24, band * static_cast<double>(std::max<size_t>(1, b.problems.size())), 220};
   double width = f.right() + 24;
   Svg svg(width, f.bottom() + 120 + legend_height(b, width), "roofline", "Achieved fraction of the roofline per problem");
   auto to_y = [&](double pct) { return f.bottom() - f.height * std::clamp(pct, 0.0, 100.0) / 100.0; };

@@ -20,15 +20,15 @@ namespace {
 
 constexpr const char* kCss = R"(
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; margin: 0; background: #fbfbfa; }
-header, main, footer { max-width: 1180px; margin: 0 auto; padding: 0 24px; }
+header, main, footer { max-width: 1240px; margin: 0 auto; padding: 0 24px; }
 header { padding-top: 20px; border-bottom: 1px solid #ddd; }
 h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 28px 0 8px; }
 .inputs, .note, figcaption, footer { color: #666; font-size: 12.5px; }
-table { border-collapse: collapse; background: #fff; font-variant-numeric: tabular-nums; }
-th, td { border: 1px solid #e2e2e2; padding: 4px 9px; text-align: right; white-space: nowrap; }
-th { background: #f1f1ef; font-weight: 600; } td:first-child, th:first-child { text-align: left; }
+table { border-collapse: collapse; background: #fff; font-variant-numeric: tabular-nums; font-size: 13px; }
+th, td { border: 1px solid #e2e2e2; padding: 4px 6px; text-align: right; white-space: nowrap; }
+th { background: #f1f1ef; font-weight: 600; white-space: normal; vertical-align: bottom; } td:first-child, th:first-child { text-align: left; }
 .scroll { overflow-x: auto; max-width: 100%; }
-.matrix td { text-align: center; min-width: 90px; }
+.matrix td { text-align: center; min-width: 90px; } .matrix td:first-child { text-align: left; }
 .tone-fast { background: #c7e9c0; } .tone-slow { background: #fff1c1; } .tone-build { background: #fdd9b5; }
 .tone-runtime { background: #fcc3b0; } .tone-wrong { background: #f4a8a8; } .tone-flagged { background: #ddd6ee; }
 .tone-harness { background: #e4e4e4; color: #555; } .tone-absent { color: #aaa; }

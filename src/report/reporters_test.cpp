@@ -54,9 +54,10 @@ TEST(TerminalReporter, TablesWithTheHandWorkedNumbers) {
       R"(pkb report: 15 records from a\.jsonl; 1 `pkb run` record left out; 1 duplicate replaced .*last record wins.*)",
       R"(  replaced: model-a / 1_allreduce / sample 0: a\.jsonl:1 replaced by a\.jsonl:2)",
       R"(Leaderboard)",
-      R"(run\s+config\s+problems\s+correct\s+samples\s+pass@1\s+pass@2\s+pass@3\s+pass@5\s+fast_1@1\s+fast_1@2\s+fast_1@3\s+fast_1@5\s+fast_0\s+fast_1\s+fast_1\.5\s+fast_2\s+geomean speedup\s+median roofline %)",
-      R"(model-a\s+W=4 bf16 default\s+2\s+2\s+5\s+0\.300\s+0\.550\s+0\.750\s+1\.000\s+0\.200\s+\S+\s+\S+\s+\S+\s+1\.000\s+1\.000\s+0\.500\s+0\.500\s+2\.12x\s+35\.0)",
-      R"(reference\s+W=4 bf16 default\s+2\s+2\s+1\s+1\.000\s+-\s+-\s+-\s+0\.000\s+-\s+-\s+-\s+1\.000\s+0\.000\s+0\.000\s+0\.000\s+0\.99x\s+-)",
+      R"(run\s+problems\s+correct\s+samples\s+pass@1\s+pass@2\s+pass@3\s+pass@5\s+fast_1@1\s+fast_1@2\s+fast_1@3\s+fast_1@5\s+fast_0\s+fast_1\s+fast_1\.5\s+fast_2\s+geomean speedup\s+median roofline %)",
+      R"(model-a\s+2\s+2\s+5\s+0\.300\s+0\.550\s+0\.750\s+1\.000\s+0\.200\s+\S+\s+\S+\s+\S+\s+1\.000\s+1\.000\s+0\.500\s+0\.500\s+2\.12x\s+35\.0)",
+      R"(reference\s+2\s+2\s+1\s+1\.000\s+-\s+-\s+-\s+0\.000\s+-\s+-\s+-\s+1\.000\s+0\.000\s+0\.000\s+0\.000\s+0\.99x\s+-)",
+      R"(  All runs at W=4 bf16 default\. pass@k: unbiased estimator.*)",
       R"(Failures \(records per status\))",
       R"(run\s+compile_error\s+mismatch\s+crash\s+harness_error\s+total)",
       R"(model-a\s+1\s+2\s+4\s+1\s+8)",
@@ -69,6 +70,18 @@ TEST(TerminalReporter, TablesWithTheHandWorkedNumbers) {
   EXPECT_EQ(out.find("\033["), std::string::npos) << "no colour unless asked";
   std::string colored = render(ReportFormat::terminal, true);
   EXPECT_NE(colored.find("\033[32m2/5 ok 1.50x\033[0m"), std::string::npos) << colored;
+}
+
+TEST(TerminalReporter, ConfigColumnOnlyWhenRunsDiffer) {
+  testing::Rec a;
+  a.label = "m";
+  a.speedup = 1.2;
+  testing::Rec b = a;
+  b.world = 2;
+  std::string out = render(ReportFormat::terminal, false, {testing::row(a), testing::row(b)});
+  expect_lines_in_order(out, {R"(run\s+config\s+problems.*)", R"(m \(W=4 bf16 default\)\s+W=4 bf16 default\s+1\s+1\s+1\s.*)",
+                              R"(m \(W=2 bf16 default\)\s+W=2 bf16 default\s+1\s+1\s+1\s.*)"});
+  EXPECT_EQ(out.find("All runs at"), std::string::npos);
 }
 
 TEST(TerminalReporter, SaysSoWhenThereIsNothingToReport) {
@@ -85,9 +98,9 @@ TEST(MarkdownReporter, PipeTables) {
       R"(# pkb report)",
       R"(- replaced: model-a / 1_allreduce / sample 0: .*)",
       R"(## Leaderboard)",
-      R"(\| run \| config \| problems \| correct \| samples \| pass@1 \|.*\| median roofline % \|)",
+      R"(\| run \| problems \| correct \| samples \| pass@1 \|.*\| median roofline % \|)",
       R"(\| --- \|( ---: \|)+)",
-      R"(\| model-a \| W=4 bf16 default \| 2 \| 2 \| 5 \| 0\.300 \| 0\.550 \|.*\| 2\.12x \| 35\.0 \|)",
+      R"(\| model-a \| 2 \| 2 \| 5 \| 0\.300 \| 0\.550 \|.*\| 2\.12x \| 35\.0 \|)",
       R"(## Problems x runs)",
       R"(\| 2_allgather \| 1/5 ok 3\.00x \| ok 0\.99x \|)",
   });

@@ -61,11 +61,19 @@ std::string at_k(const std::vector<KValue>& values, int k, NumberStyle style) {
 
 std::string p_label(double p) { return fmt::format("fast_{}", p); }
 
+std::string config_text(const RunKey& k) { return fmt::format("W={} {} {}", k.world, k.dtype, k.size); }
+
 }  // namespace
 
 Table summary_table(const Leaderboard& board, NumberStyle style) {
   Table t{"summary", "Leaderboard", {}, {}, {}};
-  t.header = {"run", "config", "problems", "correct", "samples"};
+  // One configuration for every run: said once in the note rather than repeated in a column.
+  std::set<std::string> configs;
+  for (auto& run : board.runs) configs.insert(config_text(run.key));
+  bool config_column = configs.size() > 1 || style == NumberStyle::exact;  // machine readers get fixed columns
+  t.header = {"run"};
+  if (config_column) t.header.push_back("config");
+  t.header.insert(t.header.end(), {"problems", "correct", "samples"});
   bool several = board.k_values.size() > 1;
   for (int k : board.k_values) t.header.push_back(fmt::format("pass@{}", k));
   if (several)
@@ -76,7 +84,7 @@ Table summary_table(const Leaderboard& board, NumberStyle style) {
     std::vector<TableCell> row;
     auto add = [&](std::string s) { row.push_back({std::move(s), Tone::plain}); };
     add(run.name);
-    add(fmt::format("W={} {} {}", run.key.world, run.key.dtype, run.key.size));
+    if (config_column) add(config_text(run.key));
     add(std::to_string(run.attempted));
     add(std::to_string(run.correct));
     add(run.min_samples == run.max_samples ? std::to_string(run.min_samples)
@@ -91,6 +99,7 @@ Table summary_table(const Leaderboard& board, NumberStyle style) {
   }
   t.note = "pass@k: unbiased estimator over each problem's samples; fast_p: share of problems whose best correct "
            "sample is more than p times faster than the baseline; geomean over those best correct speedups.";
+  if (!config_column && configs.size() == 1) t.note = "All runs at " + *configs.begin() + ". " + t.note;
   return t;
 }
 

@@ -43,7 +43,8 @@ struct Table {
 /// display: rounded for reading (0.417, 1.23x); exact: full precision, no units (CSV).
 enum class NumberStyle { display, exact };
 
-/// One row per run: problems, correct, samples, pass@k, fast_1@k (when any run has several
+/// One row per run: config (always when exact; for display only when the runs differ in it, else
+/// the note names it), problems, correct, samples, pass@k, fast_1@k (when any run has several
 /// samples), fast_p for kFastPs, geometric-mean speedup, median roofline %.
 Table summary_table(const Leaderboard& board, NumberStyle style);
 /// One row per run with a failing record: record counts per failing status.
