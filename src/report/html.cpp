@@ -62,6 +62,21 @@ void table_html(std::ostream& o, const Table& t) {
   if (!t.note.empty()) o << "<p class=\"note\">" << esc(t.note) << "</p>\n";
 }
 
+const char* legend_text(Tone t) {
+  switch (t) {
+    case Tone::fast: return "correct, faster (darker: faster)";
+    case Tone::slow: return "correct, not faster or untimed";
+    case Tone::build: return "compile/load error";
+    case Tone::runtime: return "runtime error, crash, timeout";
+    case Tone::wrong: return "mismatch";
+    case Tone::flagged: return "flagged";
+    case Tone::harness: return "harness error";
+    case Tone::absent: return "no record";
+    case Tone::plain: return "";
+  }
+  return "";
+}
+
 /// The matrix is laid out here rather than from matrix_table so fast cells can be shaded by speedup.
 void matrix_html(std::ostream& o, const Leaderboard& b) {
   Table t = matrix_table(b);
@@ -80,12 +95,8 @@ void matrix_html(std::ostream& o, const Leaderboard& b) {
     o << "</tr>\n";
   }
   o << "</tbody></table></div>\n<p class=\"legend\">";
-  for (Tone tone : {Tone::fast, Tone::slow, Tone::build, Tone::runtime, Tone::wrong, Tone::flagged, Tone::harness, Tone::absent}) {
-    static const char* words[] = {"", "correct, faster (darker: faster)", "correct, not faster or untimed",
-                                  "compile/load error", "runtime error, crash, timeout", "mismatch", "flagged",
-                                  "harness error", "no record"};
-    o << "<span class=\"tone-" << tone_name(tone) << "\">" << words[static_cast<int>(tone)] << "</span>";
-  }
+  for (Tone tone : {Tone::fast, Tone::slow, Tone::build, Tone::runtime, Tone::wrong, Tone::flagged, Tone::harness, Tone::absent})
+    o << "<span class=\"tone-" << tone_name(tone) << "\">" << legend_text(tone) << "</span>";
   o << "</p>\n<p class=\"note\">" << esc(t.note) << "</p>\n";
 }
 
