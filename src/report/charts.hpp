@@ -14,8 +14,14 @@ namespace pkb {
 /// The colour of run i (a colour-blind-safe categorical palette, repeating after 8).
 const char* run_color(size_t i);
 
+/// fast_p(p) for p in [0, 3] as an exact step line per run (drops just after each best speedup),
+/// with a dashed line at p = 1 and a legend.
 std::string fast_p_chart(const Leaderboard& board);
+/// One bar per run and problem from 1x to its best correct speedup on a log2 axis; an "×" where
+/// the run attempted the problem without a correct timed sample; nothing where it has no record.
 std::string speedup_chart(const Leaderboard& board);
+/// One dot per run and problem at its roofline %; "n/m" under a problem nobody measured, and
+/// "roofline not measured" across the plot when no record has a roofline.
 std::string roofline_chart(const Leaderboard& board);
 
 }  // namespace pkb
