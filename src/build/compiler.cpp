@@ -108,6 +108,14 @@ CompileResult compile_solution(const std::filesystem::path& source, const Compil
   h.update("pkb-build-v1\n").update(src).update("\n--\n").update(nvcc_version(nvcc)).update(opts.arch);
   for (auto& f : opts.extra_flags) h.update(f).update("\n");
   h.update(read_file(pkb_home() / "include" / "pkb" / "solution.h"));
+  // Headers beside the source (e.g. a solution set's shared .cuh) change the binary too.
+  std::vector<std::filesystem::path> local;
+  for (auto& e : std::filesystem::directory_iterator(source.parent_path().empty() ? "." : source.parent_path(), ec)) {
+    auto ext = e.path().extension().string();
+    if (e.is_regular_file() && (ext == ".cuh" || ext == ".h" || ext == ".hpp" || ext == ".inl")) local.push_back(e.path());
+  }
+  std::sort(local.begin(), local.end());
+  for (auto& f : local) h.update(f.filename().string()).update(read_file(f));
   res.key = h.hex();
 
   std::filesystem::path dir = (opts.cache_dir.empty() ? cache_dir() / "build" : opts.cache_dir) / res.key.substr(0, 2);

@@ -27,6 +27,8 @@ Command run_command();
 Command eval_command();
 Command build_command();
 Command version_command();
+Command calibrate_command();
+Command sweep_command();
 Command report_command();   // cmd_report.cpp
 Command compare_command();  // cmd_report.cpp
 

@@ -6,6 +6,7 @@
 #include "core/poison.hpp"
 #include "eval/compare.hpp"
 #include "eval/internal.hpp"
+#include "roofline/roofline.hpp"
 #include "spec/oracle.hpp"
 
 namespace pkb::detail {
@@ -39,8 +40,8 @@ size_t count_nonfinite(std::string_view bytes, DType d) {
 
 }  // namespace
 
-void check_sanity(const Prepared& p, const JobResult& job, EvalRecord& rec) {
-  const auto& ranks = p.inst.ranks;
+void check_sanity(const Instance& inst, const StepResult& job, EvalRecord& rec) {
+  const auto& ranks = inst.ranks;
   for (size_t t = 0; t < job.trials.size(); ++t) {
     for (size_t r = 0; r < ranks.size(); ++r) {
       const RankTrial& rt = job.trials[t][r];
@@ -71,9 +72,9 @@ void check_sanity(const Prepared& p, const JobResult& job, EvalRecord& rec) {
   }
 }
 
-void check_trials(const Prepared& p, const JobResult& base, const JobResult& cand, EvalRecord& rec) {
+void check_trials(const Instance& inst, const StepResult& base, const StepResult& cand, EvalRecord& rec) {
   bool identical = true;
-  const auto& ranks = p.inst.ranks;
+  const auto& ranks = inst.ranks;
   for (size_t t = 0; t < cand.trials.size(); ++t)
     for (size_t r = 0; r < ranks.size(); ++r)
       for (size_t o = 0; o < ranks[r].outputs.size(); ++o) {
@@ -82,7 +83,7 @@ void check_trials(const Prepared& p, const JobResult& base, const JobResult& can
         const std::string& want = base.trials[t][r].outputs[o];
         identical &= got == want;
         uint64_t poison = parse_hex(cand.trials[t][r].meta.at("outputs").at(o).at("poison"));
-        CompareStats s = compare_bytes(got, want, tp.dtype, p.inst.tolerance, poison);
+        CompareStats s = compare_bytes(got, want, tp.dtype, inst.tolerance, poison);
         rec.add_check(s.ok(), trial_what(static_cast<int>(t), static_cast<int>(r), "output", tp.name) + " vs baseline",
                       s.ok() ? "" : describe_mismatch(s, tp.shape), to_json(s, tp.shape));
       }
@@ -115,8 +116,8 @@ std::vector<SampleView> sample_views(const RankTiming& rt, const RankPlan& plan,
 
 }  // namespace
 
-void check_timed_calls(const Prepared& p, const JobResult& base, const JobResult& cand, EvalRecord& rec) {
-  const auto& ranks = p.inst.ranks;
+void check_timed_calls(const Instance& inst, const StepResult& base, const StepResult& cand, EvalRecord& rec) {
+  const auto& ranks = inst.ranks;
   bool identical = rec.bitwise_identical.value_or(true);
   for (size_t r = 0; r < ranks.size(); ++r) {
     const RankTiming& ct = cand.timing.at(r);
@@ -140,7 +141,7 @@ void check_timed_calls(const Prepared& p, const JobResult& base, const JobResult
         else {
           for (size_t j = 0; j < cv[o].k; ++j) {
             double g = cv[o].at(static_cast<size_t>(i), j, tp.dtype), e = bv[o].at(static_cast<size_t>(i), j, tp.dtype);
-            double tol = p.inst.tolerance.atol + p.inst.tolerance.rtol * std::fabs(e);
+            double tol = inst.tolerance.atol + inst.tolerance.rtol * std::fabs(e);
             bool ok = std::isnan(e) ? std::isnan(g) : (std::isinf(e) ? g == e : std::fabs(g - e) <= tol);
             if (!ok) {
               char buf[160];
@@ -175,7 +176,7 @@ void check_timed_calls(const Prepared& p, const JobResult& base, const JobResult
   rec.bitwise_identical = identical;
 }
 
-SideTiming summarize_timing(const JobResult& job, EvalRecord& rec, const std::string& label) {
+SideTiming summarize_timing(const StepResult& job, EvalRecord& rec, const std::string& label) {
   SideTiming st;
   if (job.timing.empty()) return st;
   std::vector<std::vector<double>> per_rank;
@@ -207,14 +208,14 @@ SideTiming summarize_timing(const JobResult& job, EvalRecord& rec, const std::st
   return st;
 }
 
-void check_oracle(const Prepared& p, const JobResult& job, EvalRecord& rec) {
-  OracleFn fn = find_oracle(p.spec.stem);
-  if (!fn) throw Error(Errc::invalid_argument, p.spec.stem + " has no CPU oracle");
-  const auto& ranks = p.inst.ranks;
+void check_oracle(const Instance& inst, uint64_t seed, const StepResult& job, EvalRecord& rec) {
+  OracleFn fn = find_oracle(inst.spec->stem);
+  if (!fn) throw Error(Errc::invalid_argument, inst.spec->stem + " has no CPU oracle");
+  const auto& ranks = inst.ranks;
   for (size_t t = 0; t < job.trials.size(); ++t) {
     OracleIO io;
-    io.world = p.inst.world;
-    io.vars = p.inst.vars;
+    io.world = inst.world;
+    io.vars = inst.vars;
     for (size_t r = 0; r < ranks.size(); ++r) {
       std::vector<OracleTensor> ins, outs;
       for (size_t i = 0; i < ranks[r].inputs.size(); ++i) {
@@ -222,7 +223,7 @@ void check_oracle(const Prepared& p, const JobResult& job, EvalRecord& rec) {
         const std::string& bytes = job.trials[t][r].inputs.at(i);
         // The driver regenerates the input on the CPU: it must match the GPU's bit for bit.
         std::string host(bytes.size(), '\0');
-        uint64_t key = rng::tensor_key(p.seed, t, r, i);
+        uint64_t key = rng::tensor_key(seed, t, r, i);
         for (size_t e = 0; e < tp.numel(); ++e) generate_element(host.data(), tp.dtype, tp.dist, key, e);
         rec.add_check(host == bytes, trial_what(static_cast<int>(t), static_cast<int>(r), "input", tp.name) + " host/device generation",
                       "the GPU generated different input bytes than the CPU", nullptr, Status::harness_error);
@@ -238,11 +239,27 @@ void check_oracle(const Prepared& p, const JobResult& job, EvalRecord& rec) {
     for (size_t r = 0; r < ranks.size(); ++r)
       for (size_t o = 0; o < ranks[r].outputs.size(); ++o) {
         const TensorPlan& tp = ranks[r].outputs[o];
-        CompareStats s = compare_to_values(job.trials[t][r].outputs[o], tp.dtype, io.outputs[r][o].values, p.inst.tolerance);
+        CompareStats s = compare_to_values(job.trials[t][r].outputs[o], tp.dtype, io.outputs[r][o].values, inst.tolerance);
         rec.add_check(s.ok(), trial_what(static_cast<int>(t), static_cast<int>(r), "output", tp.name) + " vs oracle",
                       s.ok() ? "" : describe_mismatch(s, tp.shape), to_json(s, tp.shape));
       }
   }
+}
+
+void attach_roofline(const Prepared& p, const Instance& inst, EvalRecord& rec) {
+  auto work = instance_work(inst);
+  if (!work || !rec.candidate_timing.measured) return;
+  HardwareFacts peaks = datasheet_facts(p.sys.gpu_name, p.sys.gpu_count);
+  const HardwareFacts& ceilings = p.calibration ? *p.calibration : peaks;
+  std::string source = p.calibration ? "calibrated" : "datasheet";
+  Roofline r = compute_roofline(*work, ceilings, peaks, inst.dtype, rec.candidate_timing.us.median, source);
+  rec.roofline = to_json(r, *work);
+  if (rec.baseline_timing.measured && rec.baseline_timing.us.median > 0)
+    rec.roofline["baseline_pct"] = 100.0 * r.floor_us / rec.baseline_timing.us.median;
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "median %.3f us is below the physical floor of %.3f us (datasheet peaks)",
+                r.measured_us, r.peak_floor_us);
+  rec.add_check(!r.impossible, rec.candidate.label + " timing vs roofline", r.impossible ? buf : "", nullptr, Status::flagged);
 }
 
 void conclude_checks(EvalRecord& rec) {

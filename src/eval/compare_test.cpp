@@ -2,9 +2,11 @@
 
 #include <cmath>
 
+#include "core/error.hpp"
 #include "core/numeric.hpp"
 #include "core/poison.hpp"
 #include "eval/compare.hpp"
+#include "eval/sweep.hpp"
 
 namespace pkb {
 namespace {
@@ -55,6 +57,14 @@ TEST(Compare, AgainstOracleValues) {
   auto s = compare_to_values(f32({1.0f, 2.0f}), DType::fp32, {1.0, 2.5}, {0.01, 0.01});
   EXPECT_EQ(s.mismatches, 1u);
   EXPECT_EQ(s.first_bad, 1);
+}
+
+TEST(Sweep, SizesFollowBeginEndFactor) {
+  EXPECT_EQ(sweep_sizes(8 << 10, 1 << 20, 4), (std::vector<uint64_t>{8 << 10, 32 << 10, 128 << 10, 512 << 10}));
+  EXPECT_EQ(sweep_sizes(1024, 1024, 2), (std::vector<uint64_t>{1024}));
+  EXPECT_EQ(sweep_sizes(8 << 10, 1ull << 30, 2).size(), 18u);
+  EXPECT_THROW(sweep_sizes(0, 10, 2), Error);
+  EXPECT_THROW(sweep_sizes(10, 100, 1.0), Error);
 }
 
 }  // namespace

@@ -5,13 +5,14 @@
 
 namespace pkb::detail {
 
-void dump_artifacts(const std::string& dir, const Prepared& p, const JobResult& job, const std::string& side) {
+void dump_artifacts(const std::string& dir, const Prepared& p, const Instance& inst, uint64_t seed_value, const StepResult& job,
+                    const std::string& side) {
   std::filesystem::path root = side.empty() ? std::filesystem::path(dir) : std::filesystem::path(dir) / side;
   char seed[24];
-  std::snprintf(seed, sizeof seed, "%016llx", static_cast<unsigned long long>(p.seed));
+  std::snprintf(seed, sizeof seed, "%016llx", static_cast<unsigned long long>(seed_value));
   for (size_t t = 0; t < job.trials.size(); ++t)
-    for (size_t r = 0; r < p.inst.ranks.size(); ++r) {
-      const RankPlan& rp = p.inst.ranks[r];
+    for (size_t r = 0; r < inst.ranks.size(); ++r) {
+      const RankPlan& rp = inst.ranks[r];
       const RankTrial& rt = job.trials[t][r];
       std::vector<NamedTensor> tensors;
       for (size_t i = 0; i < rt.inputs.size(); ++i)
@@ -19,14 +20,14 @@ void dump_artifacts(const std::string& dir, const Prepared& p, const JobResult& 
       for (size_t o = 0; o < rt.outputs.size(); ++o)
         tensors.push_back({"output." + rp.outputs[o].name, rp.outputs[o].dtype, rp.outputs[o].shape, rt.outputs[o]});
       std::map<std::string, std::string> meta{{"problem", p.spec.stem},
-                                              {"world", std::to_string(p.inst.world)},
+                                              {"world", std::to_string(inst.world)},
                                               {"rank", std::to_string(r)},
                                               {"trial", std::to_string(t)},
-                                              {"dtype", std::string(to_string(p.inst.dtype))},
-                                              {"size", p.inst.size_name},
+                                              {"dtype", std::string(to_string(inst.dtype))},
+                                              {"size", inst.size_name},
                                               {"seed", seed},
                                               {"side", side.empty() ? "solution" : side}};
-      for (auto& [k, v] : p.inst.vars)
+      for (auto& [k, v] : inst.vars)
         if (k != "e") meta["param." + k] = std::to_string(static_cast<long long>(v));
       write_safetensors(root / ("trial_" + std::to_string(t)) / ("rank_" + std::to_string(r) + ".safetensors"), tensors, meta);
     }

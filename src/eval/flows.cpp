@@ -8,6 +8,7 @@
 #include "core/files.hpp"
 #include "core/hash.hpp"
 #include "eval/internal.hpp"
+#include "spec/oracle.hpp"
 #include "spec/registry.hpp"
 
 namespace pkb {
@@ -59,10 +60,11 @@ Prepared prepare(const EvalOptions& opts) {
   if (opts.atol) p.inst.tolerance.atol = *opts.atol;
   if (opts.rtol) p.inst.tolerance.rtol = *opts.rtol;
   p.seed = opts.seed ? *opts.seed : secret_seed();
+  p.calibration = load_calibration(p.sys.gpu_name, p.sys.gpu_count, p.sys.nvidia_driver);
   return p;
 }
 
-EvalRecord start_record(const EvalOptions& opts, const Prepared& p, const char* kind) {
+EvalRecord start_record(const EvalOptions& opts, const Prepared& p, const Instance& inst, const char* kind) {
   EvalRecord r;
   r.kind = kind;
   r.timestamp = now_iso8601();
@@ -71,14 +73,14 @@ EvalRecord start_record(const EvalOptions& opts, const Prepared& p, const char* 
   r.problem_stem = p.spec.stem;
   r.problem_name = p.spec.name;
   r.spec_hash = p.spec.hash;
-  r.world = p.inst.world;
-  r.dtype = std::string(to_string(p.inst.dtype));
-  r.size_name = p.inst.size_name;
-  for (auto& [k, v] : p.inst.vars)
+  r.world = inst.world;
+  r.dtype = std::string(to_string(inst.dtype));
+  r.size_name = inst.size_name;
+  for (auto& [k, v] : inst.vars)
     if (k != "e") r.params[k] = v;
   r.trials = opts.trials;
-  r.atol = p.inst.tolerance.atol;
-  r.rtol = p.inst.tolerance.rtol;
+  r.atol = inst.tolerance.atol;
+  r.rtol = inst.tolerance.rtol;
   char buf[24];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(p.seed));
   r.seed = buf;
@@ -119,10 +121,7 @@ bool compile_side(const EvalOptions& opts, const std::filesystem::path& src, Sid
   return false;
 }
 
-std::vector<WorkerPlan> make_plans(const EvalOptions& opts, const Prepared& p, const std::string& so_path,
-                                   const std::string& role, bool timing, bool send_inputs) {
-  const Instance& inst = p.inst;
-  std::string nccl_id = nccl_unique_id_hex();
+TimingPlan timing_plan(const EvalOptions& opts, const Prepared& p, const Instance& inst, bool enabled) {
   size_t max_in = 0;
   for (auto& rp : inst.ranks) {
     size_t b = 0;
@@ -131,39 +130,61 @@ std::vector<WorkerPlan> make_plans(const EvalOptions& opts, const Prepared& p, c
   }
   double l2 = p.sys.l2_bytes > 0 ? static_cast<double>(p.sys.l2_bytes) : 64.0 * (1 << 20);
   TimingPlan tp;
-  tp.enabled = timing;
+  tp.enabled = enabled;
   tp.warmup = opts.warmup;
   tp.iters = opts.iters;
   tp.groups = max_in == 0 ? 2 : static_cast<int>(std::clamp(std::floor(tp.l2_factor * l2 / static_cast<double>(max_in)) + 1.0, 2.0, 128.0));
+  return tp;
+}
+
+namespace {
+
+StepPlan step_plan(const Step& st, const RankPlan& rp) {
+  StepPlan sp;
+  sp.name = st.name;
+  for (auto& t : rp.inputs) sp.inputs.push_back({t.name, t.dtype, t.shape, t.dist});
+  for (auto& t : rp.outputs) sp.outputs.push_back({t.name, t.dtype, t.shape, {}});
+  for (auto& [k, v] : st.inst->vars)
+    if (k != "e") sp.params.emplace_back(k, static_cast<long long>(v));
+  sp.seed = st.seed;
+  sp.trials = st.trials;
+  sp.timing = st.timing;
+  return sp;
+}
+
+}  // namespace
+
+std::vector<WorkerPlan> make_plans(const Prepared& p, const std::vector<Step>& steps, const std::string& so_path,
+                                   const std::string& role, bool send_inputs) {
+  const Instance& first = *steps.at(0).inst;
+  std::string nccl_id = nccl_unique_id_hex();
   std::vector<WorkerPlan> plans;
-  for (auto& rp : inst.ranks) {
+  for (auto& rp : first.ranks) {
     WorkerPlan w;
     w.role = role;
     w.problem = p.spec.stem;
-    w.world = inst.world;
+    w.world = first.world;
     w.rank = rp.rank;
     w.device = rp.rank;  // one node: local rank = rank
-    w.dtype = inst.dtype;
+    w.dtype = first.dtype;
     w.so_path = so_path;
     w.nccl_id_hex = nccl_id;
-    for (auto& t : rp.inputs) w.inputs.push_back({t.name, t.dtype, t.shape, t.dist});
-    for (auto& t : rp.outputs) w.outputs.push_back({t.name, t.dtype, t.shape, {}});
     for (size_t g = 0; g < rp.groups.size(); ++g) {
       GroupDesc gd{rp.groups[g].name, rp.groups[g].color, rp.groups[g].key, {}};
       // Members: every rank with the same color, ordered by (key, rank), as ncclCommSplit orders them.
       std::vector<std::pair<int, int>> m;
-      for (auto& other : inst.ranks)
+      for (auto& other : first.ranks)
         if (other.groups[g].color == gd.color && gd.color >= 0) m.emplace_back(other.groups[g].key, other.rank);
       std::sort(m.begin(), m.end());
       for (auto& [k, r] : m) gd.members.push_back(r);
       w.groups.push_back(std::move(gd));
     }
-    for (auto& [k, v] : inst.vars)
-      if (k != "e") w.params.emplace_back(k, static_cast<long long>(v));
-    w.seed = p.seed;
-    w.trials = opts.trials;
     w.send_inputs = send_inputs;
-    w.timing = tp;
+    if (p.calibration) {
+      w.link_gbps = p.calibration->link_gbps();
+      w.hbm_gbps = p.calibration->hbm_gbps;
+    }
+    for (auto& st : steps) w.steps.push_back(step_plan(st, st.inst->ranks.at(rp.rank)));
     plans.push_back(std::move(w));
   }
   return plans;
@@ -185,7 +206,7 @@ JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<Worke
   cfg.deadlines.finalize = ms(std::max(opts.timeout_s, 30.0));
   int trials = opts.trials;
   if (opts.progress)
-    cfg.on_phase = [label, trials](const std::string& phase) {
+    cfg.on_phase = [label, trials](int, const std::string& phase) {
       std::string shown = phase;
       if (phase.rfind("trial ", 0) == 0) shown = "trial " + std::to_string(std::stoi(phase.substr(6)) + 1) + "/" + std::to_string(trials);
       std::fprintf(stderr, "\r\033[K[pkb] %s: %s", label.c_str(), shown.c_str());
@@ -201,6 +222,10 @@ JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<Worke
   std::error_code ec;
   std::filesystem::remove_all(cfg.launch.log_dir, ec);
   return res;
+}
+
+Step main_step(const EvalOptions& opts, const Prepared& p, bool timing) {
+  return Step{&p.inst, p.inst.size_name, p.seed, opts.trials, timing_plan(opts, p, p.inst, timing)};
 }
 
 void apply_job_failure(const JobResult& job, EvalRecord& rec, bool is_baseline) {
@@ -224,7 +249,9 @@ using namespace detail;
 EvalRecord run_dry(const EvalOptions& opts) {
   auto t0 = Clock::now();
   Prepared p = prepare(opts);
-  EvalRecord rec = start_record(opts, p, "run");
+  if (opts.oracle && !find_oracle(p.spec.stem))
+    fail(Errc::invalid_argument, p.spec.stem + " has no CPU oracle (problems/" + p.spec.stem + "/oracle.cpp)");
+  EvalRecord rec = start_record(opts, p, p.inst, "run");
   rec.candidate.label = p.solution_is_reference ? "baseline" : "solution";
   std::string so;
   if (!compile_side(opts, p.solution_path, rec.candidate, rec, so, false)) {
@@ -232,18 +259,23 @@ EvalRecord run_dry(const EvalOptions& opts) {
     return rec;
   }
   bool want_inputs = opts.oracle || !opts.dump_dir.empty();
-  JobResult job = run_side(opts, p, make_plans(opts, p, so, rec.candidate.label, opts.perf, want_inputs), rec.candidate.label);
+  JobResult job = run_side(opts, p, make_plans(p, {main_step(opts, p, opts.perf)}, so, rec.candidate.label, want_inputs),
+                           rec.candidate.label);
   rec.candidate.job_wall_s = job.wall_s;
   rec.candidate.teardown_clean = job.teardown_clean;
   if (!job.teardown_clean) rec.warnings.push_back("teardown did not finish cleanly (the job was killed after its results were in)");
   if (job.status != Status::ok) {
     apply_job_failure(job, rec, false);
   } else {
-    check_sanity(p, job, rec);
-    if (opts.oracle) check_oracle(p, job, rec);
-    if (opts.perf) rec.candidate_timing = summarize_timing(job, rec, rec.candidate.label);
+    const StepResult& sr = job.steps.at(0);
+    check_sanity(p.inst, sr, rec);
+    if (opts.oracle) check_oracle(p.inst, p.seed, sr, rec);
+    if (opts.perf) {
+      rec.candidate_timing = summarize_timing(sr, rec, rec.candidate.label);
+      attach_roofline(p, p.inst, rec);
+    }
     conclude_checks(rec);
-    if (!opts.dump_dir.empty()) dump_artifacts(opts.dump_dir, p, job, "");
+    if (!opts.dump_dir.empty()) dump_artifacts(opts.dump_dir, p, p.inst, p.seed, sr, "");
   }
   finish_record(opts, rec, t0);
   return rec;
@@ -252,7 +284,7 @@ EvalRecord run_dry(const EvalOptions& opts) {
 EvalRecord run_eval(const EvalOptions& opts) {
   auto t0 = Clock::now();
   Prepared p = prepare(opts);
-  EvalRecord rec = start_record(opts, p, "eval");
+  EvalRecord rec = start_record(opts, p, p.inst, "eval");
   rec.baseline.label = "baseline";
   rec.candidate.label = "candidate";
   std::string base_so, cand_so;
@@ -262,7 +294,7 @@ EvalRecord run_eval(const EvalOptions& opts) {
     return rec;
   }
   bool dump = !opts.dump_dir.empty();
-  JobResult base = run_side(opts, p, make_plans(opts, p, base_so, "baseline", opts.perf, dump), "baseline");
+  JobResult base = run_side(opts, p, make_plans(p, {main_step(opts, p, opts.perf)}, base_so, "baseline", dump), "baseline");
   rec.baseline.job_wall_s = base.wall_s;
   rec.baseline.teardown_clean = base.teardown_clean;
   if (base.status != Status::ok) {
@@ -270,31 +302,34 @@ EvalRecord run_eval(const EvalOptions& opts) {
     finish_record(opts, rec, t0);
     return rec;
   }
-  JobResult cand = run_side(opts, p, make_plans(opts, p, cand_so, "candidate", opts.perf, dump), "candidate");
+  JobResult cand = run_side(opts, p, make_plans(p, {main_step(opts, p, opts.perf)}, cand_so, "candidate", dump), "candidate");
   rec.candidate.job_wall_s = cand.wall_s;
   rec.candidate.teardown_clean = cand.teardown_clean;
   for (auto* s : {&rec.baseline, &rec.candidate})
     if (!s->teardown_clean) rec.warnings.push_back(s->label + ": teardown did not finish cleanly (killed after its results were in)");
-  if (dump) dump_artifacts(opts.dump_dir, p, base, "baseline");
+  if (dump) dump_artifacts(opts.dump_dir, p, p.inst, p.seed, base.steps.at(0), "baseline");
   if (cand.status != Status::ok) {
     apply_job_failure(cand, rec, false);
     finish_record(opts, rec, t0);
     return rec;
   }
-  if (dump) dump_artifacts(opts.dump_dir, p, cand, "candidate");
-  check_sanity(p, base, rec);  // a baseline that fails its own sanity checks is a harness problem
+  if (dump) dump_artifacts(opts.dump_dir, p, p.inst, p.seed, cand.steps.at(0), "candidate");
+  const StepResult& bs = base.steps.at(0);
+  const StepResult& cs = cand.steps.at(0);
+  check_sanity(p.inst, bs, rec);  // a baseline that fails its own sanity checks is a harness problem
   if (!rec.checks.empty() && std::any_of(rec.checks.begin(), rec.checks.end(), [](auto& c) { return !c.ok; })) {
     rec.status = Status::harness_error;
     rec.message = "the baseline's own outputs failed a sanity check: " + rec.checks.front().what + ": " + rec.checks.front().message;
     finish_record(opts, rec, t0);
     return rec;
   }
-  check_sanity(p, cand, rec);
-  check_trials(p, base, cand, rec);
+  check_sanity(p.inst, cs, rec);
+  check_trials(p.inst, bs, cs, rec);
   if (opts.perf) {
-    rec.baseline_timing = summarize_timing(base, rec, "baseline");
-    rec.candidate_timing = summarize_timing(cand, rec, "candidate");
-    check_timed_calls(p, base, cand, rec);
+    rec.baseline_timing = summarize_timing(bs, rec, "baseline");
+    rec.candidate_timing = summarize_timing(cs, rec, "candidate");
+    check_timed_calls(p.inst, bs, cs, rec);
+    attach_roofline(p, p.inst, rec);
   }
   conclude_checks(rec);
   if (opts.perf && rec.baseline_timing.measured && rec.candidate_timing.measured && rec.candidate_timing.us.median > 0)

@@ -6,6 +6,7 @@
 
 #include "eval/evaluator.hpp"
 #include "eval/system.hpp"
+#include "roofline/hardware.hpp"
 #include "spec/spec.hpp"
 
 namespace pkb::detail {
@@ -17,39 +18,59 @@ struct Prepared {
   uint64_t seed = 0;
   std::filesystem::path solution_path;  // resolved candidate source
   bool solution_is_reference = false;
+  std::optional<HardwareFacts> calibration;  // this machine's `pkb calibrate`, if any
 };
 
 /// Resolves the problem, sizes, dtype and GPU count; throws on bad input.
 Prepared prepare(const EvalOptions& opts);
 
-/// Record fields common to both flows.
-EvalRecord start_record(const EvalOptions& opts, const Prepared& p, const char* kind);
+/// Record fields common to every flow, for one instance.
+EvalRecord start_record(const EvalOptions& opts, const Prepared& p, const Instance& inst, const char* kind);
 
 /// Compiles one side; on failure fills the record (compile_error / load_error) and returns false.
 bool compile_side(const EvalOptions& opts, const std::filesystem::path& src, SideInfo& side, EvalRecord& rec,
                   std::string& so_path, bool is_baseline);
 
+/// One configuration a job runs (eval: one; sweep: one per size).
+struct Step {
+  const Instance* inst = nullptr;
+  std::string name;
+  uint64_t seed = 0;
+  int trials = 1;
+  TimingPlan timing;
+};
+
+/// The timing plan for an instance: input groups sized from the largest rank's inputs and L2.
+TimingPlan timing_plan(const EvalOptions& opts, const Prepared& p, const Instance& inst, bool enabled);
+
 /// Plans for every rank of one job.
-std::vector<WorkerPlan> make_plans(const EvalOptions& opts, const Prepared& p, const std::string& so_path,
-                                   const std::string& role, bool timing, bool send_inputs);
+std::vector<WorkerPlan> make_plans(const Prepared& p, const std::vector<Step>& steps, const std::string& so_path,
+                                   const std::string& role, bool send_inputs);
 
 JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<WorkerPlan> plans, const std::string& label);
 
 // checks.cpp
 /// Checks a job's own outputs (written, finite, stable after return, inputs untouched).
-void check_sanity(const Prepared& p, const JobResult& job, EvalRecord& rec);
+void check_sanity(const Instance& inst, const StepResult& job, EvalRecord& rec);
 /// Compares the candidate's trial outputs with the baseline's.
-void check_trials(const Prepared& p, const JobResult& base, const JobResult& cand, EvalRecord& rec);
+void check_trials(const Instance& inst, const StepResult& base, const StepResult& cand, EvalRecord& rec);
 /// Compares every timed call of the candidate with the same call of the baseline.
-void check_timed_calls(const Prepared& p, const JobResult& base, const JobResult& cand, EvalRecord& rec);
+void check_timed_calls(const Instance& inst, const StepResult& base, const StepResult& cand, EvalRecord& rec);
 /// Compares trial outputs with the CPU oracle (needs inputs in the job result).
-void check_oracle(const Prepared& p, const JobResult& job, EvalRecord& rec);
+void check_oracle(const Instance& inst, uint64_t seed, const StepResult& job, EvalRecord& rec);
 /// Per-iteration slowest-rank times and plausibility of one side's timing.
-SideTiming summarize_timing(const JobResult& job, EvalRecord& rec, const std::string& label);
+SideTiming summarize_timing(const StepResult& job, EvalRecord& rec, const std::string& label);
 /// Sets status and message from the first failed check (if any).
 void conclude_checks(EvalRecord& rec);
+/// Fills rec.roofline from the candidate's median time and flags physically impossible times.
+void attach_roofline(const Prepared& p, const Instance& inst, EvalRecord& rec);
+/// Applies a failed job to the record (a failing baseline is a harness error).
+void apply_job_failure(const JobResult& job, EvalRecord& rec, bool is_baseline);
+/// Wall time, clears the progress line, appends the JSON line if asked.
+void finish_record(const EvalOptions& opts, EvalRecord& rec, Clock::time_point t0);
 
 // dump.cpp
-void dump_artifacts(const std::string& dir, const Prepared& p, const JobResult& job, const std::string& side);
+void dump_artifacts(const std::string& dir, const Prepared& p, const Instance& inst, uint64_t seed, const StepResult& job,
+                    const std::string& side);
 
 }  // namespace pkb::detail

@@ -25,14 +25,15 @@ struct Failure {
   int rank;
   std::string phase, message;
   Clock::time_point when;
+  int step = 0;
 };
 
 struct RankState {
   FrameDecoder dec;
   bool eof = false, done = false, errored = false, counted_exit = false, timed_out = false;
   std::string phase = "start";
+  int step = 0;
   Clock::time_point phase_start;
-  int trials_seen = 0;
   std::optional<ExitInfo> exit;
   Clock::time_point exit_seen;
 };
@@ -56,7 +57,12 @@ class JobRunner {
     job_ = launcher_.launch(cfg_.launch);
     ranks_.resize(W);
     res_.hello.resize(W);
-    res_.trials.resize(cfg_.plans.empty() ? 0 : cfg_.plans[0].trials, std::vector<RankTrial>(W));
+    if (!cfg_.plans.empty())
+      for (auto& st : cfg_.plans[0].steps) {
+        StepResult sr;
+        sr.trials.assign(st.trials, std::vector<RankTrial>(W));
+        res_.steps.push_back(std::move(sr));
+      }
     for (int r = 0; r < W; ++r) {
       ranks_[r].phase_start = Clock::now();
       try {
@@ -73,6 +79,7 @@ class JobRunner {
 
  private:
   void note(Failure f) {
+    if (f.rank >= 0 && f.rank < static_cast<int>(ranks_.size())) f.step = ranks_[f.rank].step;
     if (!first_failure_) first_failure_ = f.when;
     failures_.push_back(std::move(f));
   }
@@ -87,14 +94,17 @@ class JobRunner {
       case MsgKind::hello: res_.hello[r] = m.body; break;
       case MsgKind::phase: {
         s.phase = m.body.value("phase", std::string("?"));
+        s.step = m.body.value("step", 0);
         s.phase_start = Clock::now();
         report_progress();
         break;
       }
       case MsgKind::trial: store_trial(r, std::move(m)); break;
       case MsgKind::timing: {
-        if (res_.timing.empty()) res_.timing.resize(ranks_.size());
-        res_.timing[r] = {std::move(m.body), std::move(m.blob)};
+        StepResult& sr = step_of(m.body);
+        auto& into = m.body.value("mode", std::string("eager")) == "graph" ? sr.graph : sr.timing;
+        if (into.empty()) into.resize(ranks_.size());
+        into[r] = {std::move(m.body), std::move(m.blob)};
         break;
       }
       case MsgKind::error: {
@@ -113,10 +123,17 @@ class JobRunner {
     }
   }
 
+  StepResult& step_of(const json& body) {
+    int s = body.value("step", -1);
+    if (s < 0 || s >= static_cast<int>(res_.steps.size())) throw Error(Errc::protocol_error, "step index out of range");
+    return res_.steps[s];
+  }
+
   void store_trial(int r, Message m) {
+    StepResult& sr = step_of(m.body);
+    const StepPlan& plan = cfg_.plans[r].steps[m.body.value("step", 0)];
     int t = m.body.value("trial", -1);
-    if (t < 0 || t >= static_cast<int>(res_.trials.size()))
-      throw Error(Errc::protocol_error, "trial index out of range");
+    if (t < 0 || t >= static_cast<int>(sr.trials.size())) throw Error(Errc::protocol_error, "trial index out of range");
     RankTrial rt;
     size_t off = 0;
     auto take = [&](const json& metas, std::vector<std::string>& into, const std::vector<TensorDesc>& descs) {
@@ -128,19 +145,19 @@ class JobRunner {
         off += n;
       }
     };
-    take(m.body.at("outputs"), rt.outputs, cfg_.plans[r].outputs);
-    if (cfg_.plans[r].send_inputs) take(m.body.at("inputs"), rt.inputs, cfg_.plans[r].inputs);
+    take(m.body.at("outputs"), rt.outputs, plan.outputs);
+    if (cfg_.plans[r].send_inputs) take(m.body.at("inputs"), rt.inputs, plan.inputs);
     if (off != m.blob.size()) throw Error(Errc::protocol_error, "trial: blob size does not match the outputs");
     rt.meta = std::move(m.body);
-    res_.trials[t][r] = std::move(rt);
-    ranks_[r].trials_seen++;
+    sr.trials[t][r] = std::move(rt);
   }
 
   void report_progress() {
     // Ranks move through phases together; rank 0's phase stands for the job's.
-    if (!cfg_.on_phase || ranks_[0].phase == last_phase_) return;
-    last_phase_ = ranks_[0].phase;
-    cfg_.on_phase(last_phase_);
+    std::string key = std::to_string(ranks_[0].step) + ":" + ranks_[0].phase;
+    if (!cfg_.on_phase || key == last_phase_) return;
+    last_phase_ = key;
+    cfg_.on_phase(ranks_[0].step, ranks_[0].phase);
   }
 
   void read_ready() {
@@ -228,6 +245,7 @@ class JobRunner {
       res_.status = best->status;
       res_.rank = best->rank;
       res_.phase = best->phase;
+      res_.step = best->step;
       res_.message = best->message;
       res_.log_tail = tail_of_file(job_->log_path(best->rank));
       return;
@@ -245,6 +263,7 @@ class JobRunner {
     }
     for (auto& s : ranks_)
       if (!s.exit || !s.exit->exited || s.exit->code != 0) res_.teardown_clean = false;
+    for (auto& sr : res_.steps) sr.complete = true;
     job_->kill();
     job_->wait_all(Clock::now() + std::chrono::seconds(10));
   }

@@ -34,14 +34,22 @@ struct RankTiming {
   std::string samples;  // raw sample bytes, output after output
 };
 
+/// What one step (one size) of a job produced.
+struct StepResult {
+  std::vector<std::vector<RankTrial>> trials;  // [trial][rank]
+  std::vector<RankTiming> timing;              // [rank] (when timing ran)
+  std::vector<RankTiming> graph;               // [rank] (graph replay timing, when asked for)
+  bool complete = false;                       // every rank reached the step's end
+};
+
 struct JobResult {
   Status status = Status::ok;
   std::string message;
   int rank = -1;                       // the rank the failure is charged to
   std::string phase;                   // the phase it happened in
+  int step = 0;                        // the step it happened in
   std::vector<nlohmann::json> hello;   // per rank
-  std::vector<std::vector<RankTrial>> trials;  // [trial][rank]
-  std::vector<RankTiming> timing;      // [rank] (when timing ran)
+  std::vector<StepResult> steps;
   double wall_s = 0;
   bool teardown_clean = true;
   std::string log_tail;                // the failing rank's log, last few KiB
@@ -51,8 +59,8 @@ struct JobConfig {
   LaunchRequest launch;
   std::vector<WorkerPlan> plans;  // one per rank
   Deadlines deadlines;
-  /// Called on every phase change of the slowest rank (for progress display).
-  std::function<void(const std::string& phase)> on_phase;
+  /// Called on every phase change of rank 0 (for progress display).
+  std::function<void(int step, const std::string& phase)> on_phase;
 };
 
 /// Runs the job to completion or failure; never throws for anything the workers do, never leaves

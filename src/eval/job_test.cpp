@@ -34,7 +34,7 @@ class JobTest : public ::testing::Test {
   }
   bool alive(pid_t p) { return ::kill(p, 0) == 0 || errno != ESRCH; }
 
-  JobResult run(const std::string& mode, int world = 3, bool timing = true) {
+  JobResult run(const std::string& mode, int world = 3, bool timing = true, int steps = 1) {
     JobConfig cfg;
     cfg.launch.world = world;
     cfg.launch.worker_argv = {PKB_FAKE_WORKER};
@@ -46,12 +46,16 @@ class JobTest : public ::testing::Test {
       WorkerPlan p;
       p.world = world;
       p.rank = r;
-      p.trials = 2;
-      p.seed = 77;
       p.nccl_id_hex = "00";
-      p.outputs.push_back({"out", DType::fp32, {4, 4}, {}});
-      p.timing.enabled = timing;
-      p.timing.iters = 5;
+      for (int s = 0; s < steps; ++s) {
+        StepPlan st;
+        st.trials = 2;
+        st.seed = 77 + s;
+        st.outputs.push_back({"out", DType::fp32, {4, 4 * (s + 1)}, {}});
+        st.timing.enabled = timing;
+        st.timing.iters = 5;
+        p.steps.push_back(st);
+      }
       cfg.plans.push_back(p);
     }
     LocalLauncher l;
@@ -60,13 +64,16 @@ class JobTest : public ::testing::Test {
 };
 
 TEST_F(JobTest, HealthyJobDeliversEverything) {
-  auto r = run("ok");
+  auto r = run("ok", 3, true, 2);
   EXPECT_EQ(r.status, Status::ok) << r.message;
-  ASSERT_EQ(r.trials.size(), 2u);
-  ASSERT_EQ(r.trials[1].size(), 3u);
-  EXPECT_EQ(r.trials[1][2].outputs[0].size(), 64u);
-  ASSERT_EQ(r.timing.size(), 3u);
-  EXPECT_EQ(r.timing[1].body["times_ms"].size(), 5u);
+  ASSERT_EQ(r.steps.size(), 2u);
+  ASSERT_EQ(r.steps[0].trials.size(), 2u);
+  ASSERT_EQ(r.steps[0].trials[1].size(), 3u);
+  EXPECT_EQ(r.steps[0].trials[1][2].outputs[0].size(), 64u);
+  EXPECT_EQ(r.steps[1].trials[1][2].outputs[0].size(), 128u);
+  ASSERT_EQ(r.steps[1].timing.size(), 3u);
+  EXPECT_EQ(r.steps[1].timing[1].body["times_ms"].size(), 5u);
+  EXPECT_TRUE(r.steps[1].complete);
   EXPECT_TRUE(r.teardown_clean);
   for (pid_t p : pids()) EXPECT_FALSE(alive(p));
 }
@@ -132,6 +139,7 @@ TEST_F(JobTest, MissingWorkerBinaryIsAnError) {
   cfg.launch.worker_argv = {"/nonexistent/pkb-worker"};
   cfg.launch.log_dir = tmp / "logs";
   cfg.plans.resize(2);
+  for (auto& p : cfg.plans) p.steps.resize(1);
   LocalLauncher l;
   EXPECT_THROW(run_job(l, cfg), Error);
 }

@@ -69,19 +69,27 @@ TEST(Plan, JsonRoundTrip) {
   p.dtype = DType::fp16;
   p.so_path = "/tmp/x.so";
   p.nccl_id_hex = std::string(256, 'a');
-  p.inputs.push_back({"tensor", DType::fp16, {4, 8}, Dist{DistKind::grid, 0.0625, 1, -32, 32}});
-  p.outputs.push_back({"out", DType::fp16, {4, 8}, {}});
   p.groups.push_back({"tp", 1, 2, {2, 3}});
-  p.params = {{"M", 4}, {"N", 8}};
-  p.seed = 0xdeadbeefcafef00dull;
-  p.trials = 3;
-  p.timing.enabled = true;
-  p.timing.iters = 17;
+  StepPlan st;
+  st.name = "tiny";
+  st.inputs.push_back({"tensor", DType::fp16, {4, 8}, Dist{DistKind::grid, 0.0625, 1, -32, 32}});
+  st.outputs.push_back({"out", DType::fp16, {4, 8}, {}});
+  st.params = {{"M", 4}, {"N", 8}};
+  st.seed = 0xdeadbeefcafef00dull;
+  st.trials = 3;
+  st.timing.enabled = true;
+  st.timing.graph = true;
+  st.timing.iters = 17;
+  p.steps = {st, st};
+  p.steps[1].name = "large";
   WorkerPlan q = nlohmann::json(p).get<WorkerPlan>();
   EXPECT_EQ(nlohmann::json(q), nlohmann::json(p));
-  EXPECT_EQ(q.inputs[0].dist.lo, -32);
+  ASSERT_EQ(q.steps.size(), 2u);
+  EXPECT_EQ(q.steps[0].inputs[0].dist.lo, -32);
   EXPECT_EQ(q.groups[0].members, (std::vector<int>{2, 3}));
-  EXPECT_EQ(q.seed, p.seed);
+  EXPECT_EQ(q.steps[1].seed, st.seed);
+  EXPECT_TRUE(q.steps[1].timing.graph);
+  EXPECT_EQ(q.steps[1].name, "large");
 }
 
 TEST(Plan, SamplePositionsAreDeterministicAndInRange) {

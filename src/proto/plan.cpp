@@ -33,13 +33,15 @@ void from_json(const json& j, TensorDesc& t) {
 }
 
 void to_json(json& j, const TimingPlan& t) {
-  j = json{{"enabled", t.enabled},     {"warmup", t.warmup},
-           {"warmup_budget_ms", t.warmup_budget_ms}, {"iters", t.iters},
-           {"groups", t.groups},       {"l2_factor", t.l2_factor},
-           {"samples_per_output", t.samples_per_output}, {"predelay_us", t.predelay_us}};
+  j = json{{"enabled", t.enabled},     {"graph", t.graph},
+           {"warmup", t.warmup},       {"warmup_budget_ms", t.warmup_budget_ms},
+           {"iters", t.iters},         {"groups", t.groups},
+           {"l2_factor", t.l2_factor}, {"samples_per_output", t.samples_per_output},
+           {"predelay_us", t.predelay_us}};
 }
 void from_json(const json& j, TimingPlan& t) {
   t.enabled = j.at("enabled").get<bool>();
+  t.graph = j.at("graph").get<bool>();
   t.warmup = j.at("warmup").get<int>();
   t.warmup_budget_ms = j.at("warmup_budget_ms").get<double>();
   t.iters = j.at("iters").get<int>();
@@ -49,12 +51,26 @@ void from_json(const json& j, TimingPlan& t) {
   t.predelay_us = j.at("predelay_us").get<double>();
 }
 
+void to_json(json& j, const StepPlan& s) {
+  json params = json::array();
+  for (auto& [k, v] : s.params) params.push_back({{"name", k}, {"value", v}});
+  j = json{{"name", s.name}, {"inputs", s.inputs}, {"outputs", s.outputs}, {"params", params},
+           {"seed", s.seed}, {"trials", s.trials}, {"timing", s.timing}};
+}
+void from_json(const json& j, StepPlan& s) {
+  s.name = j.at("name").get<std::string>();
+  s.inputs = j.at("inputs").get<std::vector<TensorDesc>>();
+  s.outputs = j.at("outputs").get<std::vector<TensorDesc>>();
+  for (auto& kv : j.at("params")) s.params.emplace_back(kv.at("name").get<std::string>(), kv.at("value").get<long long>());
+  s.seed = j.at("seed").get<uint64_t>();
+  s.trials = j.at("trials").get<int>();
+  s.timing = j.at("timing").get<TimingPlan>();
+}
+
 void to_json(json& j, const WorkerPlan& p) {
   json groups = json::array();
   for (auto& g : p.groups)
     groups.push_back({{"name", g.name}, {"color", g.color}, {"key", g.key}, {"members", g.members}});
-  json params = json::array();
-  for (auto& [k, v] : p.params) params.push_back({{"name", k}, {"value", v}});
   j = json{{"role", p.role},
            {"problem", p.problem},
            {"world", p.world},
@@ -63,16 +79,11 @@ void to_json(json& j, const WorkerPlan& p) {
            {"dtype", std::string(to_string(p.dtype))},
            {"so_path", p.so_path},
            {"nccl_id", p.nccl_id_hex},
-           {"inputs", p.inputs},
-           {"outputs", p.outputs},
            {"groups", groups},
-           {"params", params},
-           {"seed", p.seed},
-           {"trials", p.trials},
            {"send_inputs", p.send_inputs},
-           {"timing", p.timing},
            {"link_gbps", p.link_gbps},
-           {"hbm_gbps", p.hbm_gbps}};
+           {"hbm_gbps", p.hbm_gbps},
+           {"steps", p.steps}};
 }
 
 void from_json(const json& j, WorkerPlan& p) {
@@ -86,18 +97,13 @@ void from_json(const json& j, WorkerPlan& p) {
   p.dtype = *d;
   p.so_path = j.at("so_path").get<std::string>();
   p.nccl_id_hex = j.at("nccl_id").get<std::string>();
-  p.inputs = j.at("inputs").get<std::vector<TensorDesc>>();
-  p.outputs = j.at("outputs").get<std::vector<TensorDesc>>();
   for (auto& g : j.at("groups"))
     p.groups.push_back({g.at("name").get<std::string>(), g.at("color").get<int>(), g.at("key").get<int>(),
                         g.at("members").get<std::vector<int>>()});
-  for (auto& kv : j.at("params")) p.params.emplace_back(kv.at("name").get<std::string>(), kv.at("value").get<long long>());
-  p.seed = j.at("seed").get<uint64_t>();
-  p.trials = j.at("trials").get<int>();
   p.send_inputs = j.at("send_inputs").get<bool>();
-  p.timing = j.at("timing").get<TimingPlan>();
   p.link_gbps = j.value("link_gbps", 0.0);
   p.hbm_gbps = j.value("hbm_gbps", 0.0);
+  p.steps = j.at("steps").get<std::vector<StepPlan>>();
 }
 
 uint64_t poison_bits(uint64_t seed, uint64_t call) { return rng::mix64(rng::tensor_key(seed, kPoisonStream, call, 0)); }

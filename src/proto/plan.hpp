@@ -32,6 +32,7 @@ struct GroupDesc {
 
 struct TimingPlan {
   bool enabled = false;
+  bool graph = false;          // also time a CUDA graph of all timed calls (pure device time)
   int warmup = 500;            // upper bound; cut short after warmup_budget_ms
   double warmup_budget_ms = 2000;
   int iters = 100;
@@ -41,6 +42,17 @@ struct TimingPlan {
   double predelay_us = 20.0;   // GPU-side delay after the pre-call barrier (hides host launch gaps)
 };
 
+/// One configuration of the problem (a size): pkb_init, trials, timing, pkb_finalize. An eval has
+/// one step; a sweep has one per size, all in the same processes.
+struct StepPlan {
+  std::string name;            // e.g. "default" or "64 KiB"
+  std::vector<TensorDesc> inputs, outputs;
+  std::vector<std::pair<std::string, long long>> params;
+  uint64_t seed = 0;           // secret: this step's inputs, poison values and sample positions
+  int trials = 1;
+  TimingPlan timing;
+};
+
 struct WorkerPlan {
   std::string role;            // "baseline" or "candidate" (logs only)
   std::string problem;
@@ -48,14 +60,10 @@ struct WorkerPlan {
   DType dtype = DType::bf16;
   std::string so_path;
   std::string nccl_id_hex;
-  std::vector<TensorDesc> inputs, outputs;
   std::vector<GroupDesc> groups;
-  std::vector<std::pair<std::string, long long>> params;
-  uint64_t seed = 0;           // secret run seed: inputs, poison values, sample positions
-  int trials = 1;
-  bool send_inputs = false;    // also return each trial's inputs (for --dump)
-  TimingPlan timing;
+  bool send_inputs = false;    // also return each trial's inputs (for --dump and oracles)
   double link_gbps = 0, hbm_gbps = 0;  // calibration, passed to the solution's topology
+  std::vector<StepPlan> steps;
 };
 
 void to_json(nlohmann::json& j, const Dist& d);
@@ -64,6 +72,8 @@ void to_json(nlohmann::json& j, const TensorDesc& t);
 void from_json(const nlohmann::json& j, TensorDesc& t);
 void to_json(nlohmann::json& j, const TimingPlan& t);
 void from_json(const nlohmann::json& j, TimingPlan& t);
+void to_json(nlohmann::json& j, const StepPlan& t);
+void from_json(const nlohmann::json& j, StepPlan& t);
 void to_json(nlohmann::json& j, const WorkerPlan& p);
 void from_json(const nlohmann::json& j, WorkerPlan& p);
 

@@ -68,6 +68,14 @@ std::string format_summary(const EvalRecord& r, bool color) {
     if (r.baseline_timing.measured) o += timing_row("baseline", r.baseline_timing);
     if (r.candidate_timing.measured) o += timing_row(r.kind == "run" ? r.candidate.label.c_str() : "candidate", r.candidate_timing);
   }
+  if (r.roofline.is_object()) {
+    const auto& rf = r.roofline;
+    o += fmt::format("  {:<10} {:.1f}% of the {:.2f} µs floor ({}-bound, {})", "roofline", rf.value("pct", 0.0),
+                     rf.value("floor_us", 0.0), rf.value("bound", "?"), rf.value("source", "?"));
+    if (rf.value("busbw_gbps", 0.0) > 0)
+      o += fmt::format("; busbw {:.0f} GB/s = {:.0f}% of the link", rf.value("busbw_gbps", 0.0), rf.value("link_pct", 0.0));
+    o += "\n";
+  }
   if (r.speedup) o += fmt::format("  {:<10} {}{:.3f}x{}\n", "speedup", *r.speedup >= 1.0 ? green : yellow, *r.speedup, reset);
   for (auto& w : r.warnings) o += fmt::format("  {}warning{}    {}\n", yellow, reset, w);
   std::string jobs;

@@ -61,7 +61,6 @@ Runtime::Runtime(const WorkerPlan& plan) : plan_(plan), device_(plan.device) {
   cublas_ws_ = DeviceBuffer(32u << 20);
   CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_ws_.get(), cublas_ws_.bytes()));
 
-  for (auto& [k, v] : plan.params) params_.push_back({k.c_str(), v});
 
   ctx_.abi_version = PKB_ABI_VERSION;
   ctx_.rank = plan.rank;
@@ -82,8 +81,6 @@ Runtime::Runtime(const WorkerPlan& plan) : plan_(plan), device_(plan.device) {
   ctx_.topo.gpu_name = gpu_name_.c_str();
   ctx_.problem = plan.problem.c_str();
   ctx_.dtype = static_cast<pkb_dtype>(plan.dtype);
-  ctx_.n_params = static_cast<int>(params_.size());
-  ctx_.params = params_.data();
   ctx_.symmetric_alloc = &Runtime::symmetric_alloc;
   ctx_.symmetric_free = &Runtime::symmetric_free;
   ctx_.set_error = &Runtime::set_error;
@@ -108,6 +105,14 @@ void Runtime::barrier(cudaStream_t s, double delay_us) {
 }
 
 std::string Runtime::take_error() { return std::exchange(error_, {}); }
+
+void Runtime::set_params(const std::vector<std::pair<std::string, long long>>& params) {
+  param_values_ = params;
+  params_.clear();
+  for (auto& [k, v] : param_values_) params_.push_back({k.c_str(), v});
+  ctx_.n_params = static_cast<int>(params_.size());
+  ctx_.params = params_.data();
+}
 
 int Runtime::symmetric_alloc(pkb_context* ctx, size_t bytes, pkb_symmetric* out) {
   Runtime* rt = self(ctx);

@@ -35,6 +35,9 @@ class Runtime {
   /// The last message a solution passed to set_error (cleared by take).
   std::string take_error();
 
+  /// The parameters the solution sees (ctx->params) for the current step.
+  void set_params(const std::vector<std::pair<std::string, long long>>& params);
+
   /// Ordered, collective teardown: frees leftover symmetric buffers, device communicators,
   /// sub-communicators, then finalizes and destroys the communicator.
   void teardown();
@@ -74,6 +77,7 @@ class Runtime {
   std::vector<ncclComm_t> group_comms_;
   std::vector<pkb_group> groups_;
   std::vector<std::vector<int>> group_members_;
+  std::vector<std::pair<std::string, long long>> param_values_;
   std::vector<pkb_param> params_;
   std::vector<std::unique_ptr<SymAlloc>> allocs_;
   std::string error_;

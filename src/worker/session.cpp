@@ -33,14 +33,14 @@ TensorSet::TensorSet(const std::vector<TensorDesc>& descs) {
 
 Session::Session(int fd, WorkerPlan plan) : fd_(fd), plan_(std::move(plan)) {}
 
-Session::~Session() {
-  // The solution's code stays mapped until exit: unloading it while its kernels, static
-  // destructors or threads might still run is never safe.
-}
-
 void Session::enter(const std::string& phase) {
   phase_ = phase;
-  send_message(fd_, {MsgKind::phase, json{{"phase", phase}}, {}});
+  send_message(fd_, {MsgKind::phase, json{{"phase", phase}, {"step", step_index_}}, {}});
+}
+
+void Session::call_run(TensorSet& in, TensorSet& out) {
+  call_entry("pkb_run", run_(rt_->ctx(), in.views.data(), static_cast<int>(in.views.size()), out.views.data(),
+                             static_cast<int>(out.views.size())));
 }
 
 void Session::call_entry(const char* what, int rc) {
@@ -97,13 +97,26 @@ void Session::run() {
   }
   enter("load");
   load_solution();
+  // The solution's code stays mapped until exit: unloading it while its kernels, static
+  // destructors or threads might still run is never safe.
+  for (int s = 0; s < static_cast<int>(plan_.steps.size()); ++s) run_step(s);
+  send_message(fd_, {MsgKind::done, json::object(), {}});
+  enter("teardown");
+  rt_->teardown();
+}
+
+void Session::run_step(int s) {
+  step_index_ = s;
+  step_ = &plan_.steps[s];
+  rt_->set_params(step_->params);
   enter("init");
   call_entry("pkb_init", init_(rt_->ctx()));
   CUDA_CHECK(cudaDeviceSynchronize());
-  initialized_ = true;
-  for (int t = 0; t < plan_.trials; ++t) run_trial(t);
-  if (plan_.timing.enabled) run_timing();
-  finish();
+  for (int t = 0; t < step_->trials; ++t) run_trial(t);
+  if (step_->timing.enabled) run_timing();
+  enter("finalize");
+  call_entry("pkb_finalize", finalize_(rt_->ctx()));
+  CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 namespace {
@@ -126,33 +139,33 @@ void copy_to_host(std::string& blob, const TensorSet& set, const std::vector<Ten
 void Session::run_trial(int trial) {
   enter("trial " + std::to_string(trial));
   cudaStream_t hs = rt_->harness_stream();
-  TensorSet in(plan_.inputs), out(plan_.outputs);
-  const size_t n_in = plan_.inputs.size(), n_out = plan_.outputs.size();
+  TensorSet in(step_->inputs), out(step_->outputs);
+  const size_t n_in = step_->inputs.size(), n_out = step_->outputs.size();
   DeviceBuffer slots(sizeof(CheckSlot) * (2 * n_in + 2 * n_out));
   CheckSlot* in_before = slots.as<CheckSlot>();
   CheckSlot* in_after = in_before + n_in;
   CheckSlot* out_return = in_after + n_in;
   CheckSlot* out_after = out_return + n_out;
   CUDA_CHECK(cudaMemsetAsync(slots.get(), 0, slots.bytes(), hs));
-  uint64_t poison_call = poison_bits(plan_.seed, static_cast<uint64_t>(trial));
+  uint64_t poison_call = poison_bits(step_->seed, static_cast<uint64_t>(trial));
   for (size_t i = 0; i < n_in; ++i) {
-    auto& d = plan_.inputs[i];
+    auto& d = step_->inputs[i];
     launch_generate(in.buffers[i].get(), d.dtype, d.numel(), d.dist,
-                    rng::tensor_key(plan_.seed, static_cast<uint64_t>(trial), plan_.rank, i), hs);
+                    rng::tensor_key(step_->seed, static_cast<uint64_t>(trial), plan_.rank, i), hs);
     launch_check(in.buffers[i].get(), d.dtype, d.numel(), 0, in_before + i, hs);
   }
   std::vector<uint64_t> poisons;
   for (size_t o = 0; o < n_out; ++o) {
-    auto& d = plan_.outputs[o];
+    auto& d = step_->outputs[o];
     poisons.push_back(poison_pattern(d.dtype, rng::mix64(poison_call + o)));
     launch_fill_pattern(out.buffers[o].get(), dtype_size(d.dtype), d.numel(), poisons.back(), hs);
   }
   CUDA_CHECK(cudaStreamSynchronize(hs));
   rt_->barrier(rt_->stream());
-  call_entry("pkb_run", run_(rt_->ctx(), in.views.data(), static_cast<int>(n_in), out.views.data(), static_cast<int>(n_out)));
+  call_run(in, out);
   // Fingerprint at return, on the solution's stream: what the call had finished when it returned.
   for (size_t o = 0; o < n_out; ++o)
-    launch_check(out.buffers[o].get(), plan_.outputs[o].dtype, plan_.outputs[o].numel(), poisons[o], out_return + o,
+    launch_check(out.buffers[o].get(), step_->outputs[o].dtype, step_->outputs[o].numel(), poisons[o], out_return + o,
                  rt_->stream());
   cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess)
@@ -160,16 +173,16 @@ void Session::run_trial(int trial) {
   // Every rank has finished everything: fingerprint again.
   rt_->barrier(hs);
   for (size_t o = 0; o < n_out; ++o)
-    launch_check(out.buffers[o].get(), plan_.outputs[o].dtype, plan_.outputs[o].numel(), poisons[o], out_after + o, hs);
+    launch_check(out.buffers[o].get(), step_->outputs[o].dtype, step_->outputs[o].numel(), poisons[o], out_after + o, hs);
   for (size_t i = 0; i < n_in; ++i)
-    launch_check(in.buffers[i].get(), plan_.inputs[i].dtype, plan_.inputs[i].numel(), 0, in_after + i, hs);
+    launch_check(in.buffers[i].get(), step_->inputs[i].dtype, step_->inputs[i].numel(), 0, in_after + i, hs);
   std::vector<CheckSlot> host(2 * n_in + 2 * n_out);
   CUDA_CHECK(cudaMemcpyAsync(host.data(), slots.get(), slots.bytes(), cudaMemcpyDeviceToHost, hs));
   CUDA_CHECK(cudaStreamSynchronize(hs));
 
   json outs = json::array(), ins = json::array();
   for (size_t o = 0; o < n_out; ++o) {
-    json m = output_meta(plan_.outputs[o]);
+    json m = output_meta(step_->outputs[o]);
     const CheckSlot& r = host[2 * n_in + o];
     const CheckSlot& a = host[2 * n_in + n_out + o];
     m["digest_return"] = hex64(r.digest);
@@ -180,24 +193,15 @@ void Session::run_trial(int trial) {
     outs.push_back(m);
   }
   for (size_t i = 0; i < n_in; ++i) {
-    json m = output_meta(plan_.inputs[i]);
+    json m = output_meta(step_->inputs[i]);
     m["digest_before"] = hex64(host[i].digest);
     m["digest_after"] = hex64(host[n_in + i].digest);
     ins.push_back(m);
   }
-  Message msg{MsgKind::trial, json{{"trial", trial}, {"outputs", outs}, {"inputs", ins}}, {}};
-  copy_to_host(msg.blob, out, plan_.outputs);
-  if (plan_.send_inputs) copy_to_host(msg.blob, in, plan_.inputs);
+  Message msg{MsgKind::trial, json{{"step", step_index_}, {"trial", trial}, {"outputs", outs}, {"inputs", ins}}, {}};
+  copy_to_host(msg.blob, out, step_->outputs);
+  if (plan_.send_inputs) copy_to_host(msg.blob, in, step_->inputs);
   send_message(fd_, msg);
-}
-
-void Session::finish() {
-  enter("finalize");
-  call_entry("pkb_finalize", finalize_(rt_->ctx()));
-  CUDA_CHECK(cudaDeviceSynchronize());
-  send_message(fd_, {MsgKind::done, json::object(), {}});
-  enter("teardown");
-  rt_->teardown();
 }
 
 }  // namespace pkb::worker

@@ -1,6 +1,6 @@
-// One worker's job, in order: hello -> runtime (NCCL) -> load solution -> pkb_init -> correctness
-// trials -> timed calls -> pkb_finalize -> teardown. Failures become a WorkerFailure with the
-// status the driver will record.
+// One worker's job, in order: hello -> runtime (NCCL) -> load solution -> for each step (a size):
+// pkb_init -> correctness trials -> timed calls -> pkb_finalize -> done -> teardown. Failures become
+// a WorkerFailure with the status the driver will record.
 #pragma once
 #include <memory>
 #include <stdexcept>
@@ -33,7 +33,6 @@ struct TensorSet {
 class Session {
  public:
   Session(int fd, WorkerPlan plan);
-  ~Session();
   void run();
   const std::string& phase() const { return phase_; }
 
@@ -41,27 +40,31 @@ class Session {
   void enter(const std::string& phase);
   void load_solution();
   void call_entry(const char* what, int rc);
+  void call_run(TensorSet& in, TensorSet& out);
+  void run_step(int step);
   void run_trial(int trial);
   void run_timing();
-  void finish();
+  void send_timing(const nlohmann::json& body, std::string samples);
 
   // timing helpers (timing.cpp)
-  int decide_warmup(TensorSet& out, std::vector<TensorSet>& groups);
   void regenerate(TensorSet& set, uint64_t stream, CheckSlot* digest_slots);
   double allreduce_max(double v);
+  int agree_on_warmup(std::vector<TensorSet>& groups, TensorSet& out, int probe);
+  void run_graph_timing(std::vector<TensorSet>& groups, TensorSet& out);
 
   int fd_;
   WorkerPlan plan_;
+  const StepPlan* step_ = nullptr;
+  int step_index_ = 0;
   std::string phase_ = "start";
   std::unique_ptr<Runtime> rt_;
   void* so_ = nullptr;
   pkb_init_fn init_ = nullptr;
   pkb_run_fn run_ = nullptr;
   pkb_finalize_fn finalize_ = nullptr;
-  bool initialized_ = false;
 };
 
-/// Raw bytes of the check slots, for messages: digests as hex strings.
+/// Digests as hex strings, for messages.
 std::string hex64(unsigned long long v);
 
 }  // namespace pkb::worker

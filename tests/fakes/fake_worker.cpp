@@ -73,8 +73,9 @@ int main(int argc, char** argv) {
   pkb::WorkerPlan plan = m->body.get<pkb::WorkerPlan>();
   auto send = [&](pkb::MsgKind k, json body, std::string blob = {}) { pkb::send_message(fd, {k, std::move(body), std::move(blob)}); };
   send(pkb::MsgKind::hello, {{"rank", rank}, {"gpu", "fake"}});
+  int step_index = 0;
   auto enter = [&](const std::string& phase) {
-    send(pkb::MsgKind::phase, {{"phase", phase}});  // as a real worker: announce, then work
+    send(pkb::MsgKind::phase, {{"phase", phase}, {"step", step_index}});  // as a real worker: announce, then work
     if (mode.rank == rank && mode.phase == phase) {
       if (mode.kind == "hang") hang();
       if (mode.kind == "crash") std::abort();
@@ -98,41 +99,45 @@ int main(int argc, char** argv) {
     }
     if (mode.kind != "ok" && mode.rank != rank && mode.phase == phase) hang();  // peers get stuck too
   };
-  for (auto p : {"setup", "load", "init"}) enter(p);
-  for (int t = 0; t < plan.trials; ++t) {
-    enter("trial " + std::to_string(t));
-    json outs = json::array(), ins = json::array();
-    std::string blob;
-    for (size_t o = 0; o < plan.outputs.size(); ++o) {
-      auto& d = plan.outputs[o];
-      std::string bytes(d.bytes(), '\0');
-      // Output = the rank's first input regenerated on the host (a deterministic "solution").
-      pkb::Dist dist;
-      for (size_t i = 0; i < d.numel(); ++i)
-        pkb::generate_element(bytes.data(), d.dtype, dist, pkb::rng::tensor_key(plan.seed, t, rank, 0), i);
-      std::string dg = std::to_string(pkb::digest_bytes(bytes.data(), bytes.size()));
-      char hex[17];
-      std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(pkb::digest_bytes(bytes.data(), bytes.size())));
-      outs.push_back({{"name", d.name}, {"digest_return", hex}, {"digest_after", hex}, {"unwritten", 0}, {"nonfinite", 0},
-                      {"poison", "7fc0"}});
-      blob += bytes;
+  for (auto p : {"setup", "load"}) enter(p);
+  for (size_t si = 0; si < plan.steps.size(); ++si) {
+    const pkb::StepPlan& step = plan.steps[si];
+    step_index = static_cast<int>(si);
+    enter("init");
+    for (int t = 0; t < step.trials; ++t) {
+      enter("trial " + std::to_string(t));
+      json outs = json::array(), ins = json::array();
+      std::string blob;
+      for (size_t o = 0; o < step.outputs.size(); ++o) {
+        auto& d = step.outputs[o];
+        std::string bytes(d.bytes(), '\0');
+        // Output = values regenerated on the host from the step's seed (a deterministic "solution").
+        pkb::Dist dist;
+        for (size_t i = 0; i < d.numel(); ++i)
+          pkb::generate_element(bytes.data(), d.dtype, dist, pkb::rng::tensor_key(step.seed, t, rank, 0), i);
+        char hex[17];
+        std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(pkb::digest_bytes(bytes.data(), bytes.size())));
+        outs.push_back({{"name", d.name}, {"digest_return", hex}, {"digest_after", hex}, {"unwritten", 0}, {"nonfinite", 0},
+                        {"poison", "7fc0"}});
+        blob += bytes;
+      }
+      for (auto& d : step.inputs) ins.push_back({{"name", d.name}, {"digest_before", "0"}, {"digest_after", "0"}});
+      send(pkb::MsgKind::trial, {{"step", step_index}, {"trial", t}, {"outputs", outs}, {"inputs", ins}}, blob);
     }
-    for (auto& d : plan.inputs) ins.push_back({{"name", d.name}, {"digest_before", "0"}, {"digest_after", "0"}});
-    send(pkb::MsgKind::trial, {{"trial", t}, {"outputs", outs}, {"inputs", ins}}, blob);
+    if (step.timing.enabled) {
+      enter("timing");
+      json times = json::array();
+      for (int i = 0; i < step.timing.iters; ++i) times.push_back(0.010 + 0.001 * rank);
+      json outs = json::array();
+      for (auto& d : step.outputs)
+        outs.push_back({{"name", d.name}, {"digests", json::array()}, {"unwritten", json::array()}, {"nonfinite", json::array()},
+                        {"samples", 0}});
+      send(pkb::MsgKind::timing, {{"step", step_index}, {"mode", "eager"}, {"warmup", 3}, {"iters", step.timing.iters},
+                                  {"groups", 2}, {"times_ms", times}, {"span_ms", 0.02 * step.timing.iters},
+                                  {"host_ms", 0.03 * step.timing.iters}, {"outputs", outs}, {"inputs", json::array()}});
+    }
+    enter("finalize");
   }
-  if (plan.timing.enabled) {
-    enter("timing");
-    json times = json::array();
-    for (int i = 0; i < plan.timing.iters; ++i) times.push_back(0.010 + 0.001 * rank);
-    json outs = json::array();
-    for (auto& d : plan.outputs)
-      outs.push_back({{"name", d.name}, {"digests", json::array()}, {"unwritten", json::array()}, {"nonfinite", json::array()},
-                      {"samples", 0}});
-    send(pkb::MsgKind::timing, {{"warmup", 3}, {"iters", plan.timing.iters}, {"groups", 2}, {"times_ms", times},
-                                {"span_ms", 0.02 * plan.timing.iters}, {"host_ms", 0.03 * plan.timing.iters}, {"outputs", outs},
-                                {"inputs", json::array()}});
-  }
-  enter("finalize");
   send(pkb::MsgKind::done, json::object());
   enter("teardown");
   return 0;

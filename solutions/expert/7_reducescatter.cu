@@ -1,0 +1,73 @@
+// Expert solution for problem 7 (reduce-scatter, sum).
+//
+// Variants:
+//   push  every size: each rank stores chunk q of its input straight into rank q's landing zone
+//         (slot = sender's rank) over NVLink, one barrier, each rank sums its W slots in fp32 in rank
+//         order (its own chunk read from its input). (W-1) S bytes out per rank: the minimum; remote
+//         stores saturate the link with few SMs.
+//   NCCL  W not in {2, 4, 8}, or S not a multiple of 16 bytes.
+#include "expert.cuh"
+
+using namespace pkbx;
+
+namespace {
+
+template <typename T, int W>
+__global__ void __launch_bounds__(kThreads) rs_push(ncclDevComm dc, ncclWindow_t win, size_t off, const Pack<T>* in,
+                                                    Pack<T>* out, size_t n, int rank) {
+  for (size_t j = first_index(); j < n; j += grid_stride()) {
+    Pack<T> x[W];
+#pragma unroll
+    for (int q = 0; q < W; ++q)
+      if (q != rank) x[q] = in[q * n + j];
+#pragma unroll
+    for (int q = 0; q < W; ++q)
+      if (q != rank) peer_pack<T>(win, off, q)[rank * n + j] = x[q];
+  }
+  barrier(dc);
+  const Pack<T>* land = static_cast<const Pack<T>*>(ncclGetLocalPointer(win, off));
+  for (size_t j = first_index(); j < n; j += grid_stride()) {
+    Pack<T> x[W];
+#pragma unroll
+    for (int p = 0; p < W; ++p) x[p] = p == rank ? in[rank * n + j] : land[p * n + j];
+    Pack<T> y;
+#pragma unroll
+    for (int k = 0; k < Pack<T>::N; ++k) {
+      float acc = 0.f;
+#pragma unroll
+      for (int p = 0; p < W; ++p) acc += to_f(x[p].v[k]);
+      y.v[k] = from_f<T>(acc);
+    }
+    out[j] = y;
+  }
+}
+
+template <typename T, int W>
+struct ReduceScatter {
+  static int run(pkb_context* ctx, const pkb_tensor& in, pkb_tensor& out) {
+    Staging* st = static_cast<Staging*>(ctx->user);
+    size_t bytes = static_cast<size_t>(pkb_numel(&out)) * sizeof(T);
+    if (bytes % 16 != 0 || W * bytes > st->half) return 2;
+    size_t n = bytes / 16;
+    size_t off = st->next_half();
+    rs_push<T, W><<<blocks_for(n), kThreads, 0, ctx->stream>>>(*ctx->devcomm, st->buf.window, off,
+                                                                static_cast<const Pack<T>*>(in.data),
+                                                                static_cast<Pack<T>*>(out.data), n, ctx->rank);
+    PKB_LAUNCH(ctx);
+    return 0;
+  }
+};
+
+}  // namespace
+
+extern "C" int pkb_init(pkb_context* ctx) { return staging_init(ctx, ctx->world * tensor_bytes(ctx)); }
+
+extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* out, int) {
+  int rc = dispatch<ReduceScatter>(out[0].dtype, ctx->world, ctx, in[0], out[0]);
+  if (rc != 2) return rc;
+  PKB_NCCL(ctx, ncclReduceScatter(in[0].data, out[0].data, pkb_numel(&out[0]), pkb_nccl_dtype(out[0].dtype), ncclSum,
+                                  ctx->comm, ctx->stream));
+  return 0;
+}
+
+extern "C" int pkb_finalize(pkb_context* ctx) { return staging_finalize(ctx); }

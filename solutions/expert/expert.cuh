@@ -1,0 +1,166 @@
+// Building blocks shared by the expert solutions of problems 1-8: 16-byte packs, fp32 accumulation,
+// peer pointers through the NCCL window, per-block LSA barriers, double-buffered symmetric staging.
+//
+// Conventions every expert kernel follows (they are what makes per-block barriers sufficient):
+//   * all ranks launch the same grid for the same call;
+//   * every phase walks chunk-relative vector indices j with the same grid-stride loop, so vector j
+//     of any chunk is always handled by the same block on every rank — a block only ever reads what
+//     the same block on a peer wrote before their common barrier;
+//   * staging buffers are double-buffered by call parity: call k writes half k % 2, and any rank that
+//     reaches call k's barrier has finished every read of call k - 1, so the half written next was
+//     last read two calls ago. One barrier per exchange phase, none at the end of a call.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <pkb/solution.h>
+
+namespace pkbx {
+
+constexpr int kThreads = 512;
+constexpr int kMaxBlocks = 132;  // <= PKB_DEVCOMM_LSA_BARRIERS; one barrier per block
+
+// ---- element packs -----------------------------------------------------------------------------
+
+template <typename T>
+struct alignas(16) Pack {
+  static constexpr int N = 16 / sizeof(T);
+  T v[N];
+};
+
+template <typename T>
+__device__ __forceinline__ float to_f(T v);
+template <>
+__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <>
+__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+template <>
+__device__ __forceinline__ float to_f(float v) { return v; }
+
+template <typename T>
+__device__ __forceinline__ T from_f(float v);
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16_rn(v); }
+template <>
+__device__ __forceinline__ __half from_f(float v) { return __float2half_rn(v); }
+template <>
+__device__ __forceinline__ float from_f(float v) { return v; }
+
+// ---- peers and barriers ------------------------------------------------------------------------
+
+/// Pack pointer into rank `peer`'s copy of the window at byte offset `off` (one NVLink domain:
+/// LSA rank == world rank).
+template <typename T>
+__device__ __forceinline__ Pack<T>* peer_pack(ncclWindow_t win, size_t off, int peer) {
+  return static_cast<Pack<T>*>(ncclGetLsaPointer(win, off, peer));
+}
+
+/// Block `blockIdx.x` meets the same block on every rank; writes before are visible after.
+__device__ __forceinline__ void barrier(const ncclDevComm& dc) {
+  ncclLsaBarrierSession<ncclCoopCta> bar(ncclCoopCta(), dc, ncclTeamTagLsa(), blockIdx.x);
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
+}
+
+__device__ __forceinline__ size_t first_index() { return size_t(blockIdx.x) * blockDim.x + threadIdx.x; }
+__device__ __forceinline__ size_t grid_stride() { return size_t(gridDim.x) * blockDim.x; }
+
+/// Sum of pack j over `W` ranks' buffers (fp32 accumulation, rank order: every rank that computes
+/// the same element gets the same bits). All loads are issued before the first add.
+template <typename T, int W>
+__device__ __forceinline__ Pack<T> sum_peers(ncclWindow_t win, size_t off, size_t j) {
+  Pack<T> x[W];
+#pragma unroll
+  for (int p = 0; p < W; ++p) x[p] = peer_pack<T>(win, off, p)[j];
+  Pack<T> y;
+#pragma unroll
+  for (int k = 0; k < Pack<T>::N; ++k) {
+    float acc = 0.f;
+#pragma unroll
+    for (int p = 0; p < W; ++p) acc += to_f(x[p].v[k]);
+    y.v[k] = from_f<T>(acc);
+  }
+  return y;
+}
+
+/// Sum of `W` packs at stride `stride` packs in local memory (a landing zone), fp32, in order.
+template <typename T, int W>
+__device__ __forceinline__ Pack<T> sum_local(const Pack<T>* base, size_t stride, size_t j) {
+  Pack<T> x[W];
+#pragma unroll
+  for (int p = 0; p < W; ++p) x[p] = base[p * stride + j];
+  Pack<T> y;
+#pragma unroll
+  for (int k = 0; k < Pack<T>::N; ++k) {
+    float acc = 0.f;
+#pragma unroll
+    for (int p = 0; p < W; ++p) acc += to_f(x[p].v[k]);
+    y.v[k] = from_f<T>(acc);
+  }
+  return y;
+}
+
+// ---- host side ---------------------------------------------------------------------------------
+
+/// Blocks for `packs` 16-byte packs per phase: about `per_thread` packs per thread, at most kMaxBlocks.
+inline int blocks_for(size_t packs, int per_thread = 2) {
+  size_t b = (packs + size_t(kThreads) * per_thread - 1) / (size_t(kThreads) * per_thread);
+  return b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : static_cast<int>(b));
+}
+
+/// State common to the experts: one symmetric buffer (two halves, by call parity) and a call count.
+struct Staging {
+  pkb_symmetric buf{};
+  size_t half = 0;    // bytes per parity half
+  unsigned long long calls = 0;
+  /// Byte offset of this call's half, advancing the call count.
+  size_t next_half() { return (calls++ % 2) * half; }
+};
+
+/// Allocates `half_bytes` x 2 of symmetric memory into ctx->user; requires one NVLink domain.
+inline int staging_init(pkb_context* ctx, size_t half_bytes) {
+  if (!ctx->topo.all_pairs_p2p) {
+    ctx->set_error(ctx, "this expert needs every rank in one NVLink domain (load/store peers)");
+    return 1;
+  }
+  Staging* s = new Staging{};
+  s->half = (half_bytes + 255) / 256 * 256;
+  if (ctx->symmetric_alloc(ctx, 2 * s->half, &s->buf) != 0) {
+    delete s;
+    return 1;
+  }
+  ctx->user = s;
+  return 0;
+}
+
+inline int staging_finalize(pkb_context* ctx) {
+  Staging* s = static_cast<Staging*>(ctx->user);
+  int rc = s ? ctx->symmetric_free(ctx, &s->buf) : 0;
+  delete s;
+  ctx->user = nullptr;
+  return rc;
+}
+
+/// Bytes of one element of the problem's M x N tensor.
+inline size_t tensor_bytes(const pkb_context* ctx) {
+  return static_cast<size_t>(ctx->param(ctx, "M", 0) * ctx->param(ctx, "N", 0)) * pkb_dtype_size(ctx->dtype);
+}
+
+/// Dispatches F<T, W> on the dtype and the world size (2, 4 or 8; other sizes return 2 = "no fast path").
+template <template <typename, int> class F, typename... A>
+int dispatch(pkb_dtype d, int world, A&&... args) {
+#define PKBX_W(T)                                                     \
+  switch (world) {                                                    \
+    case 2: return F<T, 2>::run(static_cast<A&&>(args)...);           \
+    case 4: return F<T, 4>::run(static_cast<A&&>(args)...);           \
+    case 8: return F<T, 8>::run(static_cast<A&&>(args)...);           \
+    default: return 2;                                                \
+  }
+  switch (d) {
+    case PKB_BF16: PKBX_W(__nv_bfloat16)
+    case PKB_FP16: PKBX_W(__half)
+    case PKB_FP32: PKBX_W(float)
+    default: return 2;
+  }
+#undef PKBX_W
+}
+
+}  // namespace pkbx
