@@ -31,28 +31,28 @@ class CsvReporter : public Reporter {
   void finalize(const Leaderboard& board) override {
     Table summary = summary_table(board, NumberStyle::exact);
     Table failures = failures_table(board);
-    std::vector<std::string> statuses(failures.header.begin() + 1, failures.header.end() - 1);
-    write_row(summary.header, statuses, [](const std::string& s) { return "failed_" + s; });
-    for (size_t i = 0; i < summary.rows.size(); ++i) {
+    std::vector<Status> statuses;  // the failure table's status columns, without "run" and "total"
+    for (size_t i = 1; i + 1 < failures.header.size(); ++i) statuses.push_back(*parse_status(failures.header[i]));
+    std::vector<std::string> header = summary.header;
+    for (Status st : statuses) header.push_back(std::string("failed_").append(to_string(st)));
+    write_row(header);
+    for (size_t r = 0; r < summary.rows.size(); ++r) {
       std::vector<std::string> cells;
-      for (auto& c : summary.rows[i]) cells.push_back(c.text);
-      std::vector<std::string> counts;
-      for (auto& st : statuses) {
-        auto s = parse_status(st);
-        auto it = board.runs[i].failures.find(*s);
-        counts.push_back(std::to_string(it == board.runs[i].failures.end() ? 0 : it->second));
-      }
-      write_row(cells, counts, [](const std::string& s) { return s; });
+      for (auto& c : summary.rows[r]) cells.push_back(c.text);
+      const auto& counts = board.runs[r].failures;
+      for (Status st : statuses) cells.push_back(std::to_string(counts.count(st) ? counts.at(st) : 0));
+      write_row(cells);
     }
     out_.flush();
   }
 
  private:
-  template <typename Name>
-  void write_row(const std::vector<std::string>& a, const std::vector<std::string>& b, Name name_b) {
+  void write_row(const std::vector<std::string>& cells) {
     std::string line;
-    for (auto& s : a) line += (line.empty() ? "" : ",") + csv_field(s);
-    for (auto& s : b) line += "," + csv_field(name_b(s));
+    for (size_t i = 0; i < cells.size(); ++i) {
+      if (i) line += ',';
+      line += csv_field(cells[i]);
+    }
     out_ << line << "\r\n";
   }
 
@@ -158,7 +158,8 @@ std::string describe_inputs(const ReportContext& c) {
   std::string files;
   for (auto& f : c.inputs) files += (files.empty() ? "" : ", ") + f;
   std::string s = fmt::format("{} record{} from {}", c.records_read, c.records_read == 1 ? "" : "s", files);
-  if (c.not_eval) s += fmt::format("; {} `pkb run` record{} left out", c.not_eval, c.not_eval == 1 ? "" : "s");
+  if (c.not_eval)
+    s += fmt::format("; {} record{} not from `pkb eval` (run, sweep) left out", c.not_eval, c.not_eval == 1 ? "" : "s");
   if (!c.replaced.empty())
     s += fmt::format("; {} duplicate{} replaced (same run, problem and sample: the last record wins)", c.replaced.size(),
                      c.replaced.size() == 1 ? "" : "s");

@@ -4,7 +4,8 @@
 //
 // A run is a label at one configuration (world, dtype, size); records of one label at two
 // configurations are two runs, named "label (W=4 bf16 small)". Only `pkb eval` records count
-// (a `pkb run` has no baseline). Same run, problem and sample twice: the later record wins.
+// (a `pkb run` has no baseline; a `pkb sweep` record is one size of a sweep). Same run, problem
+// and sample twice: the later record wins.
 #pragma once
 #include <compare>
 #include <map>
@@ -78,7 +79,7 @@ struct Leaderboard {
 struct PreparedRows {
   std::vector<ResultRow> rows;        // eval records, duplicates removed, in input order
   size_t read = 0;                    // records read
-  size_t not_eval = 0;                // `pkb run` records left out
+  size_t not_eval = 0;                // records of other kinds (run, sweep) left out
   std::vector<std::string> replaced;  // "run / problem / sample k: a.jsonl:3 replaced by b.jsonl:9"
 };
 

@@ -81,6 +81,7 @@ TEST(Results, ReaderToleratesOldRecordsAndFallsBackToTheDirectoryName) {
 
 TEST(Results, RooflinePercentPrefersTheFloorOverPct) {
   EXPECT_DOUBLE_EQ(*roofline_percent({{"floor_us", 5.0}, {"pct", 0.5}}, 10.0), 50.0);
+  EXPECT_DOUBLE_EQ(*roofline_percent({{"floor_us", 5.0}, {"measured_us", 20.0}, {"pct", 25.0}}, 10.0), 25.0);
   EXPECT_DOUBLE_EQ(*roofline_percent({{"pct", 42.0}}, 10.0), 42.0);
   EXPECT_DOUBLE_EQ(*roofline_percent({{"fraction", 0.25}}, std::nullopt), 25.0);
   EXPECT_FALSE(roofline_percent(nullptr, 10.0));

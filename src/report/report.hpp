@@ -1,4 +1,4 @@
-// `pkb report` as a library: read result files, set duplicates and `pkb run` records aside,
+// `pkb report` as a library: read result files, set duplicates and non-eval records aside,
 // aggregate once, then feed any number of reporters the same data.
 #pragma once
 #include <filesystem>

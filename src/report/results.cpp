@@ -43,7 +43,9 @@ std::string run_label_fallback(const std::string& candidate_path) {
 std::optional<double> roofline_percent(const json& roofline, std::optional<double> candidate_us) {
   if (!roofline.is_object()) return std::nullopt;
   auto floor_us = number_at(roofline, "floor_us");
-  if (floor_us && candidate_us && *candidate_us > 0) return 100.0 * *floor_us / *candidate_us;
+  auto measured_us = number_at(roofline, "measured_us");  // the time the producer compared with
+  if (!measured_us) measured_us = candidate_us;
+  if (floor_us && measured_us && *measured_us > 0) return 100.0 * *floor_us / *measured_us;
   if (auto pct = number_at(roofline, "pct")) return *pct;
   if (auto f = number_at(roofline, "fraction")) return 100.0 * *f;
   return std::nullopt;

@@ -38,8 +38,9 @@ struct ResultRow {
 std::string run_label_fallback(const std::string& candidate_path);
 
 /// Percent of the roofline the candidate reached, from a record's `roofline` value and candidate
-/// median. Prefers 100 * floor_us / median (the definition, immune to how `pct` is scaled), then
-/// `pct` (a percentage), then `fraction` * 100; nullopt when the record has no roofline.
+/// median. Prefers 100 * floor_us / measured_us (roofline/roofline.hpp; the candidate median where
+/// measured_us is absent), then `pct` (a percentage), then `fraction` * 100; nullopt when the
+/// record has no roofline.
 std::optional<double> roofline_percent(const nlohmann::json& roofline, std::optional<double> candidate_us);
 
 /// One record as a row. Throws Error(parse_error) naming `source` when the record lacks its
