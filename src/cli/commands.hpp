@@ -29,6 +29,8 @@ Command build_command();
 Command version_command();
 Command calibrate_command();
 Command sweep_command();
+Command report_command();   // cmd_report.cpp
+Command compare_command();  // cmd_report.cpp
 
 /// Directory of the running pkb executable (where pkb-worker lives).
 std::string self_dir();
