@@ -103,6 +103,8 @@ class JobRunner {
       case MsgKind::trial: store_trial(r, std::move(m)); break;
       case MsgKind::timing: {
         StepResult& sr = step_of(m.body);
+        // The driver's own clock around the timed phase: the worker cannot report past it.
+        m.body["driver_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - s.phase_start).count();
         auto& into = m.body.value("mode", std::string("eager")) == "graph" ? sr.graph : sr.timing;
         if (into.empty()) into.resize(ranks_.size());
         into[r] = {std::move(m.body), std::move(m.blob)};
