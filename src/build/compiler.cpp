@@ -75,8 +75,10 @@ namespace {
 
 std::vector<std::string> nvcc_argv(const std::filesystem::path& nvcc, const CompileOptions& opts,
                                    const std::filesystem::path& src, const std::filesystem::path& out) {
+  // -cudart shared: one CUDA runtime in the worker process, shared by harness and solution (a static
+  // copy in the solution would keep its own error state and could shadow the harness's symbols).
   std::vector<std::string> a{nvcc.string(), "-O3", "-std=c++17", "-arch=" + opts.arch, "-shared", "-Xcompiler", "-fPIC",
-                             "-I" + (pkb_home() / "include").string()};
+                             "-cudart", "shared", "-I" + (pkb_home() / "include").string()};
   // Never -I a system directory: it reorders the system search path and breaks libstdc++'s
   // #include_next.
   std::string nccl_inc = PKB_NCCL_INCLUDE_DIR;
@@ -105,7 +107,7 @@ CompileResult compile_solution(const std::filesystem::path& source, const Compil
 
   // Everything that changes the binary goes into the key.
   Sha256 h;
-  h.update("pkb-build-v1\n").update(src).update("\n--\n").update(nvcc_version(nvcc)).update(opts.arch);
+  h.update("pkb-build-v2\n").update(src).update("\n--\n").update(nvcc_version(nvcc)).update(opts.arch);
   for (auto& f : opts.extra_flags) h.update(f).update("\n");
   h.update(read_file(pkb_home() / "include" / "pkb" / "solution.h"));
   // Headers beside the source (e.g. a solution set's shared .cuh) change the binary too.
