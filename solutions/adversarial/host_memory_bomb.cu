@@ -1,6 +1,7 @@
 // pkb-expect: crash
 // pkb-problem: 1
 // pkb-requires: cgroup
+// pkb-env: PKB_JOB_MEMORY_GB=8
 // Allocates and touches host memory until something gives: the job's cgroup memory limit kills it
 // (it must not take the machine down). RLIMIT_AS is never used: it breaks CUDA.
 #include <pkb/solution.h>

@@ -41,13 +41,14 @@ struct PkbRun {
   double seconds = 0;
 };
 
-PkbRun pkb(const std::vector<std::string>& args) {
+PkbRun pkb(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env = {}) {
   fs::path jsonl = fs::temp_directory_path() / ("pkb_gpu_test_" + std::to_string(getpid()) + ".jsonl");
   fs::remove(jsonl);
   SpawnOptions o;
   o.argv = {std::string(PKB_TEST_BINARY_DIR) + "/bin/pkb"};
   o.argv.insert(o.argv.end(), args.begin(), args.end());
   o.argv.insert(o.argv.end(), {"--json", jsonl.string(), "--quiet"});
+  o.env_set = env;
   auto r = run_command(o, std::chrono::minutes(10), 1 << 20);
   PkbRun res;
   res.rc = r.exit.exited ? r.exit.code : -r.exit.signal;
@@ -157,6 +158,7 @@ struct Case {
   fs::path file;
   std::string expect, problem, requires_;
   std::vector<std::string> args;
+  std::vector<std::pair<std::string, std::string>> env;
   double max_speedup = 0;
 };
 
@@ -177,6 +179,10 @@ std::vector<Case> adversarial_cases() {
       if (auto v = take("pkb-problem: ")) c.problem = *v;
       if (auto v = take("pkb-requires: ")) c.requires_ = *v;
       if (auto v = take("pkb-max-speedup: ")) c.max_speedup = std::stod(*v);
+      if (auto v = take("pkb-env: ")) {
+        auto eq = v->find('=');
+        if (eq != std::string::npos) c.env.emplace_back(v->substr(0, eq), v->substr(eq + 1));
+      }
       if (auto v = take("pkb-args: ")) {
         std::istringstream words(*v);
         for (std::string w; words >> w;) c.args.push_back(w);
@@ -204,7 +210,7 @@ TEST(Adversarial, EveryCaseGetsItsVerdictAndLeavesNothingBehind) {
     std::vector<std::string> args{"eval", c.problem, "--solution", c.file.string(), "--gpus", "2", "--size", "tiny",
                                   "--trials", "2", "--iters", "20", "--warmup", "10"};
     args.insert(args.end(), c.args.begin(), c.args.end());
-    auto r = pkb(args);
+    auto r = pkb(args, c.env);
     std::string got = r.record.value("status", "(no record)");
     EXPECT_EQ(got, c.expect) << c.file.filename() << ": " << r.record.value("message", "") << "\n" << r.err;
     if (c.expect != "ok") EXPECT_NE(r.rc, 0) << c.file.filename();
