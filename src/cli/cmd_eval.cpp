@@ -42,6 +42,9 @@ void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
   sub.add_option("--warmup", f.opts.warmup, "Warm-up calls before timing (capped at ~2 s)")->envname("PKB_WARMUP");
   sub.add_option("--iters", f.opts.iters, "Timed calls (each checked)")->envname("PKB_ITERS");
   if (is_eval) sub.add_flag("--no-perf", f.no_perf, "Check correctness only; no timing");
+  if (is_eval)
+    sub.add_flag("--unchecked-timing", f.opts.unchecked_timing,
+                 "Skip the per-call checks of timed calls (to measure what they cost; the run is flagged)");
   else sub.add_flag("--perf", f.perf, "Also time the solution");
   sub.add_option("--timeout", f.opts.timeout_s, "Deadline in seconds per phase (each trial; the timed phase gets 5x)")
       ->envname("PKB_TIMEOUT");

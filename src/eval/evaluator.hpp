@@ -26,6 +26,7 @@ struct EvalOptions {
   std::optional<double> atol, rtol;
   int warmup = 500, iters = 100;
   bool perf = true;
+  bool unchecked_timing = false;  // skip per-call checks: only to measure what they cost (flagged)
   double timeout_s = 60;  // per phase (each trial; the timed phase gets 5x)
   std::string json_out, dump_dir;
   bool oracle = false;    // run: compare with the problem's CPU oracle

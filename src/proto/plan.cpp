@@ -33,7 +33,7 @@ void from_json(const json& j, TensorDesc& t) {
 }
 
 void to_json(json& j, const TimingPlan& t) {
-  j = json{{"enabled", t.enabled},     {"graph", t.graph},
+  j = json{{"enabled", t.enabled},     {"graph", t.graph},          {"checks", t.checks},
            {"warmup", t.warmup},       {"warmup_budget_ms", t.warmup_budget_ms},
            {"iters", t.iters},         {"groups", t.groups},
            {"l2_factor", t.l2_factor}, {"samples_per_output", t.samples_per_output},
@@ -42,6 +42,7 @@ void to_json(json& j, const TimingPlan& t) {
 void from_json(const json& j, TimingPlan& t) {
   t.enabled = j.at("enabled").get<bool>();
   t.graph = j.at("graph").get<bool>();
+  t.checks = j.value("checks", true);
   t.warmup = j.at("warmup").get<int>();
   t.warmup_budget_ms = j.at("warmup_budget_ms").get<double>();
   t.iters = j.at("iters").get<int>();

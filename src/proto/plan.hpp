@@ -33,6 +33,7 @@ struct GroupDesc {
 struct TimingPlan {
   bool enabled = false;
   bool graph = false;          // also time a CUDA graph of all timed calls (pure device time)
+  bool checks = true;          // poison, fingerprint, sample and regenerate around every call
   int warmup = 500;            // upper bound; cut short after warmup_budget_ms
   double warmup_budget_ms = 2000;
   int iters = 100;

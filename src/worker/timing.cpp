@@ -141,7 +141,7 @@ void Session::run_timing() {
     }
     uint64_t pcall = poison_bits(step_->seed, static_cast<uint64_t>(step_->trials + c));
     std::vector<uint64_t> poisons;
-    for (size_t o = 0; o < n_out; ++o) {
+    for (size_t o = 0; o < n_out && tp.checks; ++o) {
       const TensorDesc& d = step_->outputs[o];
       poisons.push_back(poison_pattern(d.dtype, rng::mix64(pcall + o)));
       launch_fill_pattern(out.buffers[o].get(), dtype_size(d.dtype), d.numel(), poisons[o], s);
@@ -149,8 +149,9 @@ void Session::run_timing() {
     rt_->barrier(s, tp.predelay_us);
     if (t >= 0) CUDA_CHECK(cudaEventRecord(start[t].get(), s));
     call_run(in, out);
+    if (t >= 0) CUDA_CHECK(cudaEventRecord(stop[t].get(), s));
+    if (!tp.checks) return;  // measuring the cost of the checks themselves (--unchecked-timing)
     if (t >= 0) {
-      CUDA_CHECK(cudaEventRecord(stop[t].get(), s));
       for (size_t o = 0; o < n_out; ++o) {
         const TensorDesc& d = step_->outputs[o];
         size_t esz = dtype_size(d.dtype);
@@ -219,7 +220,7 @@ void Session::run_timing() {
     }
     ins.push_back({{"name", step_->inputs[i].name}, {"gen", gen}, {"after", after}});
   }
-  send_timing(json{{"mode", "eager"}, {"warmup", cp.warmup}, {"iters", cp.iters}, {"groups", cp.groups}, {"times_ms", times},
+  send_timing(json{{"mode", "eager"}, {"checked", tp.checks}, {"warmup", cp.warmup}, {"iters", cp.iters}, {"groups", cp.groups}, {"times_ms", times},
                    {"span_ms", span}, {"host_ms", host_ms}, {"l2_resets", l2_resets}, {"outputs", outs}, {"inputs", ins}},
               std::move(blob));
   if (tp.graph) run_graph_timing(groups, out);  // after the checked calls: the same solution, replayed
