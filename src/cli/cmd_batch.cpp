@@ -19,7 +19,7 @@ void declare_batch_flags(CLI::App& sub, BatchFlags& f) {
   sub.add_option("--solutions", f.solutions,
                  "Evaluate every <stem>.cu / <stem>_s<k>.cu in this directory (batch mode; resumable)");
   sub.add_option("--problems", f.problems, "With --solutions: which problems, e.g. 1,2,7 (default: all)");
-  sub.add_option("--label", f.label, "With --solutions: the run's name in records and reports (default: DIR's name)");
+  sub.add_option("--label", f.label, "The run's name in records and reports (batch default: DIR's name)");
 }
 
 namespace {

@@ -61,6 +61,7 @@ void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
 int execute(SharedFlags& f, bool is_eval, int argc_hint) {
   (void)argc_hint;
   EvalOptions o = f.opts;
+  o.argv = invocation();
   if (f.m) o.size_overrides.emplace_back("M", *f.m);
   if (f.n) o.size_overrides.emplace_back("N", *f.n);
   for (auto& s : f.sets) {
@@ -74,14 +75,12 @@ int execute(SharedFlags& f, bool is_eval, int argc_hint) {
   }
   bool batch = is_eval && !f.batch.solutions.empty();
   if (is_eval && !batch) {
-    if (!f.batch.problems.empty() || !f.batch.label.empty())
-      throw Error(Errc::invalid_argument, "--problems and --label go with --solutions DIR");
+    if (!f.batch.problems.empty()) throw Error(Errc::invalid_argument, "--problems goes with --solutions DIR");
     if (o.problem.empty()) throw Error(Errc::invalid_argument, "pkb eval needs a problem (or --solutions DIR for a batch)");
     if (o.solution.empty()) throw Error(Errc::invalid_argument, "pkb eval needs --solution FILE.cu (or --solution reference)");
-    o.perf = !f.no_perf;
-  } else {
-    o.perf = f.perf;
+    o.label = f.batch.label;
   }
+  o.perf = is_eval ? !f.no_perf : f.perf;
   if (!f.seed.empty()) {
     try {
       o.seed = std::stoull(f.seed, nullptr, 16);

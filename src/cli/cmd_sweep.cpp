@@ -49,6 +49,7 @@ Command sweep_command() {
               o->s.eval.compile.arch = o->arch;
               o->s.eval.progress = !o->quiet && isatty(2);
               o->s.eval.worker_exe = self_dir() + "/pkb-worker";
+              o->s.eval.argv = invocation();
               auto rows = run_sweep(o->s);
               fmt::print("{}", format_sweep_table(o->s, rows));
               int rc = 0;

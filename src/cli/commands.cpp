@@ -23,6 +23,17 @@ std::vector<Command> command_table() {
           report_command(), compare_command(), calibrate_command(), build_command(), version_command()};
 }
 
+namespace {
+std::vector<std::string>& invocation_storage() {
+  static std::vector<std::string> args;
+  return args;
+}
+}  // namespace
+
+const std::vector<std::string>& invocation() { return invocation_storage(); }
+
+void set_invocation(int argc, char** argv) { invocation_storage().assign(argv, argv + argc); }
+
 std::string self_dir() {
   std::error_code ec;
   auto p = std::filesystem::read_symlink("/proc/self/exe", ec);

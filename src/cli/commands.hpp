@@ -35,4 +35,8 @@ Command compare_command();  // cmd_report.cpp
 /// Directory of the running pkb executable (where pkb-worker lives).
 std::string self_dir();
 
+/// The command line pkb was started with (set once by main, for records' provenance).
+const std::vector<std::string>& invocation();
+void set_invocation(int argc, char** argv);
+
 }  // namespace pkb::cli

@@ -11,6 +11,7 @@
 
 int main(int argc, char** argv) {
   using namespace pkb;
+  cli::set_invocation(argc, argv);
   auto table = cli::command_table();
   // "did you mean": an unknown first word that is not a flag.
   if (argc > 1 && argv[1][0] != '-') {

@@ -36,6 +36,7 @@ struct EvalOptions {
   std::vector<std::string> argv;
   std::string worker_exe;  // pkb-worker
   std::optional<uint64_t> seed;  // for reproducing a run; secret and fresh by default
+  std::string label;             // the record's label (solution set / run name)
 };
 
 /// Throws Error(invalid_argument / not_found) for bad input before anything is started;

@@ -69,6 +69,7 @@ EvalRecord start_record(const EvalOptions& opts, const Prepared& p, const Instan
   r.kind = kind;
   r.timestamp = now_iso8601();
   r.argv = opts.argv;
+  r.label = opts.label;
   r.problem_id = p.spec.id;
   r.problem_stem = p.spec.stem;
   r.problem_name = p.spec.name;
