@@ -1,89 +1,104 @@
 #!/usr/bin/env bash
-# One call on a GPU node: build, then the stages asked for (default: all). Logs and JSON records
-# go to $OUT (default .gpu-check/); a short summary is printed last.
-#   tools/gpu_check.sh [build] [cpu] [smoke] [gputest] [evals] [self] [calibrate] [experts] [sweeps]
+# One call on a GPU node: build, then the stages asked for (default: all). Key results stay in $OUT
+# (default .gpu-check/): summary.txt, the JSON Lines records, calibration.json, report.html; every
+# log is packed into logs.tgz. A short summary is printed last.
+#   tools/gpu_check.sh [cpu] [smoke] [calibrate] [gputest] [batch] [self] [overhead] [sweeps]
+#   GPU_TEST_FILTER=...  passes --gtest_filter to the GPU tests
+#   SWEEP_END=1G SWEEP_FACTOR=4 SWEEP_WORLDS="2 4"  shape the results-table sweeps
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/.gpu-check}
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0
 export PKB_CACHE_DIR=${PKB_CACHE_DIR:-$PWD/.pkb-cache}
-STAGES="${*:-build cpu smoke gputest evals self calibrate experts sweeps}"
+STAGES="${*:-cpu smoke calibrate gputest batch self overhead sweeps}"
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 PKB=build/bin/pkb
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
 SUMMARY="$OUT/summary.txt"
 : >"$SUMMARY"
+LOGS="$OUT/logs"
+mkdir -p "$LOGS"
+
+pack_logs() { tar czf "$OUT/logs.tgz" -C "$OUT" logs 2>/dev/null && rm -rf "$LOGS"; }
+trap pack_logs EXIT
 
 stamp "build"
-if ! tools/bootstrap.sh >"$OUT/build.log" 2>&1; then tail -40 "$OUT/build.log"; exit 1; fi
-nvidia-smi --query-gpu=index,name,driver_version,memory.used --format=csv >"$OUT/gpus.txt" 2>&1
-mount | grep -i cgroup >>"$OUT/gpus.txt" 2>&1
+if ! tools/bootstrap.sh >"$LOGS/build.log" 2>&1; then tail -40 "$LOGS/build.log"; exit 1; fi
+{ nvidia-smi --query-gpu=index,name,driver_version,memory.used --format=csv; mount | grep -i cgroup; } >"$LOGS/machine.txt" 2>&1
 GPUS=$(nvidia-smi -L | wc -l)
+echo "machine: $GPUS GPU(s), $(head -2 "$LOGS/machine.txt" | tail -1)" >>"$SUMMARY"
 shopt -s nullglob
-stamp "prebuild every solution (parallel nvcc)"
-# (not the solutions that must fail to compile: the compile bomb alone would take the whole deadline)
+stamp "prebuild every solution (parallel nvcc; not the ones that must fail to compile)"
 $PKB build -j 32 problems/*/reference.cu solutions/examples/*.cu solutions/expert/*.cu \
-  $(grep -L 'pkb-expect: compile_error' solutions/adversarial/*.cu) >"$OUT/prebuild.log" 2>&1
+  $(grep -L 'pkb-expect: compile_error' solutions/adversarial/*.cu) >"$LOGS/prebuild.log" 2>&1
 if has cpu; then
   stamp "cpu tests"
-  ctest --test-dir build -L cpu -j 16 >"$OUT/ctest_cpu.log" 2>&1
-  echo "cpu tests: rc=$? ($(grep -E 'tests passed' "$OUT/ctest_cpu.log"))" >>"$SUMMARY"
+  ctest --test-dir build -L cpu -j 16 >"$LOGS/ctest_cpu.log" 2>&1
+  echo "cpu tests: rc=$? ($(grep -E 'tests passed' "$LOGS/ctest_cpu.log"))" >>"$SUMMARY"
 fi
 if has smoke; then
   stamp "smoke: one run and one eval on 2 GPUs"
-  $PKB run 1 --gpus 2 --size tiny --oracle --timeout 20 >"$OUT/smoke.log" 2>&1 &&
-    $PKB eval 1 --solution reference --gpus 2 --size tiny --trials 1 --iters 10 --warmup 5 --timeout 20 >>"$OUT/smoke.log" 2>&1
+  $PKB run 1 --gpus 2 --size tiny --oracle --timeout 20 >"$LOGS/smoke.log" 2>&1 &&
+    $PKB eval 1 --solution reference --gpus 2 --size tiny --trials 1 --iters 10 --warmup 5 --timeout 20 >>"$LOGS/smoke.log" 2>&1
   if [ $? != 0 ]; then
     echo "smoke failed; skipping the rest"
-    tail -60 "$OUT/smoke.log"
+    tail -60 "$LOGS/smoke.log"
     exit 1
   fi
 fi
 if has calibrate; then
   stamp "calibrate"
-  $PKB calibrate --out "$OUT/calibration.json" >"$OUT/calibrate.log" 2>&1
+  $PKB calibrate --out "$OUT/calibration.json" >"$LOGS/calibrate.log" 2>&1
   echo "calibrate: rc=$?" >>"$SUMMARY"
 fi
 if has gputest; then
-  stamp "gpu tests"
-  build/bin/gpu_test --gtest_output=json:"$OUT/gpu_test.json" >"$OUT/gpu_test.log" 2>&1
-  echo "gpu tests: rc=$? ($(grep -E '^\[  (PASSED|FAILED)' "$OUT/gpu_test.log" | tr '\n' ' '))" >>"$SUMMARY"
-  grep -E '^\[  FAILED  \]|Failure$' -A3 "$OUT/gpu_test.log" | head -30 >>"$SUMMARY"
+  stamp "gpu tests ${GPU_TEST_FILTER:-}"
+  build/bin/gpu_test ${GPU_TEST_FILTER:+--gtest_filter=$GPU_TEST_FILTER} >"$LOGS/gpu_test.log" 2>&1
+  echo "gpu tests: rc=$? ($(grep -E '^\[  (PASSED|FAILED)' "$LOGS/gpu_test.log" | tr '\n' ' '))" >>"$SUMMARY"
+  grep -E '^\[       OK \]|^\[  FAILED  \]' "$LOGS/gpu_test.log" >>"$SUMMARY"
+  grep -E 'Failure$' -A4 "$LOGS/gpu_test.log" | head -40 >>"$SUMMARY"
+  grep -E '^  [a-z_0-9]+\.cu -> |containment' "$LOGS/gpu_test.log" >>"$SUMMARY"
 fi
-if has evals; then
-  stamp "evals at the default size, W=$GPUS"
+if has batch; then
+  stamp "batch: every expert at the default size (W=$GPUS), resumed, reported, compared"
+  $PKB eval --solutions solutions/expert --label expert -q --json "$OUT/evals.jsonl" >"$LOGS/batch.log" 2>&1
+  echo "batch: rc=$? ($(wc -l <"$OUT/evals.jsonl") records)" >>"$SUMMARY"
+  $PKB eval --solutions solutions/expert --label expert -q --json "$OUT/evals.jsonl" >>"$LOGS/batch.log" 2>&1
+  echo "batch again (must skip all): rc=$? ($(wc -l <"$OUT/evals.jsonl") records)" >>"$SUMMARY"
   for p in 1 2 3 4 5 6 7 8; do
-    $PKB eval $p --solution reference -q --json "$OUT/evals.jsonl" >>"$OUT/evals.log" 2>&1
-    for f in solutions/expert/${p}_*.cu; do $PKB eval $p --solution "$f" -q --json "$OUT/evals.jsonl" >>"$OUT/evals.log" 2>&1; done
+    $PKB eval $p --solution reference --label reference -q --json "$OUT/evals.jsonl" >>"$LOGS/evals.log" 2>&1
   done
-  /usr/bin/time -f "%e" -o "$OUT/eval1_wall.txt" $PKB eval 1 --solution solutions/examples/1_allreduce_oneshot.cu -q \
-    --json "$OUT/evals.jsonl" >>"$OUT/evals.log" 2>&1
-  echo "wall time of one eval (cached build): $(cat "$OUT/eval1_wall.txt" 2>/dev/null) s" >>"$SUMMARY"
+  /usr/bin/time -f "%e" -o "$LOGS/eval1_wall.txt" $PKB eval 1 --solution solutions/examples/1_allreduce_oneshot.cu \
+    --label examples -q --json "$OUT/evals.jsonl" >>"$LOGS/evals.log" 2>&1
+  echo "wall time of one eval (cached build): $(cat "$LOGS/eval1_wall.txt" 2>/dev/null) s" >>"$SUMMARY"
+  $PKB eval 1 --solution solutions/expert/1_allreduce.cu --size small --trials 1 --no-perf --dump "$LOGS/dump" -q \
+    >>"$LOGS/evals.log" 2>&1
+  $PKB compare "$LOGS/dump/baseline" "$LOGS/dump/candidate" >"$LOGS/compare.log" 2>&1
+  echo "compare dumps: rc=$? $(tail -1 "$LOGS/compare.log")" >>"$SUMMARY"
+  $PKB report "$OUT/evals.jsonl" --html "$OUT/report.html" >"$LOGS/report.txt" 2>&1
+  echo "report: rc=$?" >>"$SUMMARY"
 fi
 if has self; then
   stamp "self-speedup spread (10 consecutive evals of the baseline against itself)"
-  tools/bench_self_speedup.sh 10 >"$OUT/self_speedup.log" 2>&1
-  tail -3 "$OUT/self_speedup.log" >>"$SUMMARY"
+  OUT="$LOGS" tools/bench_self_speedup.sh 10 >"$LOGS/self_speedup.log" 2>&1
+  tail -3 "$LOGS/self_speedup.log" >>"$SUMMARY"
 fi
-if has experts; then
-  stamp "experts: every size from 8 KiB to 64 MiB, checked, W=2 and W=$GPUS"
-  for w in $(printf "2\n%s\n" "$GPUS" | sort -un); do
-    for f in solutions/expert/[0-9]*.cu; do
-      p=$(basename "$f" | cut -d_ -f1)
-      $PKB sweep $p --solution "$f" --gpus $w -b 8K -e 64M -f 8 --iters 10 --warmup 5 -q --json "$OUT/experts.jsonl" \
-        >>"$OUT/experts.log" 2>&1
-    done
-  done
-  python3 tools/records_table.py "$OUT/experts.jsonl" | awk '$5 != "ok"' | head -20 >>"$SUMMARY"
+if has overhead; then
+  stamp "what the checks cost"
+  OUT="$LOGS" tools/bench_check_overhead.sh 3 >"$LOGS/overhead.log" 2>&1
+  tail -1 "$LOGS/overhead.log" >>"$SUMMARY"
 fi
 if has sweeps; then
-  stamp "sweeps for the results table: 8 KiB .. 1 GiB, W=2 and W=$GPUS, with graph replay"
-  for w in $(printf "2\n%s\n" "$GPUS" | sort -un); do
+  worlds=${SWEEP_WORLDS:-$(printf "2\n%s\n" "$GPUS" | sort -un | tr '\n' ' ')}
+  stamp "sweeps for the results table: 8K .. ${SWEEP_END:-1G} x${SWEEP_FACTOR:-4}, W = $worlds, with graph replay"
+  for w in $worlds; do
     for f in solutions/expert/[0-9]*.cu; do
       p=$(basename "$f" | cut -d_ -f1)
-      $PKB sweep $p --solution "$f" --gpus $w -b 8K -e 1G -f 4 --graph -q --json "$OUT/sweeps.jsonl" >>"$OUT/sweeps.log" 2>&1
+      $PKB sweep $p --solution "$f" --gpus $w -b 8K -e "${SWEEP_END:-1G}" -f "${SWEEP_FACTOR:-4}" --graph -q \
+        --json "$OUT/sweeps.jsonl" >>"$LOGS/sweeps.log" 2>&1
+      echo "sweep $p W=$w: rc=$?" >>"$SUMMARY"
     done
   done
 fi
@@ -91,6 +106,5 @@ stamp "done"
 echo
 cat "$SUMMARY"
 [ -f "$OUT/evals.jsonl" ] && python3 tools/records_table.py "$OUT/evals.jsonl"
-[ -f "$OUT/calibrate.log" ] && tail -14 "$OUT/calibrate.log"
-[ -f "$OUT/sweeps.log" ] && grep -A12 'pkb sweep 1_allreduce' "$OUT/sweeps.log" | head -30
+[ -f "$LOGS/calibrate.log" ] && tail -13 "$LOGS/calibrate.log"
 true
