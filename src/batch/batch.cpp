@@ -165,3 +165,30 @@ int batch_exit_code(const BatchSummary& s) {
 }
 
 }  // namespace pkb
+
+namespace pkb {
+
+std::pair<int, int> parse_shard(const std::string& text) {
+  auto slash = text.find('/');
+  int i = -1, n = 0;
+  try {
+    if (slash != std::string::npos) {
+      i = std::stoi(text.substr(0, slash));
+      n = std::stoi(text.substr(slash + 1));
+    }
+  } catch (const std::exception&) {
+    n = 0;
+  }
+  if (n < 1 || i < 0 || i >= n)
+    fail(Errc::invalid_argument, "--shard takes i/n with 0 <= i < n (e.g. 0/4), not '" + text + "'");
+  return {i, n};
+}
+
+void keep_shard(Discovered& found, int index, int count) {
+  std::vector<BatchJob> mine;
+  for (size_t j = 0; j < found.jobs.size(); ++j)
+    if (static_cast<int>(j % static_cast<size_t>(count)) == index) mine.push_back(std::move(found.jobs[j]));
+  found.jobs = std::move(mine);
+}
+
+}  // namespace pkb

@@ -71,6 +71,13 @@ struct Discovered {
 Discovered discover_solutions(const std::filesystem::path& dir, const std::string& label,
                               const std::vector<ProblemEntry>& all, const std::vector<ProblemEntry>& selected);
 
+/// "i/n" -> (i, n) with 0 <= i < n; throws Error(invalid_argument) otherwise.
+std::pair<int, int> parse_shard(const std::string& text);
+
+/// Shard i of n: every n-th job starting at i, in the discovered order (problem id, then sample).
+/// Deterministic: the n shards of one directory are disjoint and together hold every job.
+void keep_shard(Discovered& found, int index, int count);
+
 /// An evaluation that is already done: problem, solution content, configuration, run and sample.
 using DoneKey = std::tuple<std::string, std::string, int, std::string, std::string, std::string, int>;
 

@@ -240,3 +240,26 @@ TEST_F(Batch, ConsoleLinesAndProgressBar) {
 
 }  // namespace
 }  // namespace pkb
+
+namespace pkb {
+namespace {
+
+TEST(Shard, ParsesAndSplitsDisjointly) {
+  EXPECT_EQ(parse_shard("0/4"), (std::pair<int, int>{0, 4}));
+  EXPECT_EQ(parse_shard("3/4"), (std::pair<int, int>{3, 4}));
+  for (const char* bad : {"4/4", "-1/4", "1", "a/b", "1/0", ""}) EXPECT_THROW(parse_shard(bad), Error) << bad;
+  Discovered all;
+  for (int k = 0; k < 10; ++k) all.jobs.push_back(BatchJob{ProblemEntry{k / 3 + 1, "p", "p", {}}, "f", k % 3, "run", ""});
+  std::vector<int> seen(10, 0);
+  for (int i = 0; i < 3; ++i) {
+    Discovered d = all;
+    keep_shard(d, i, 3);
+    for (auto& j : d.jobs)
+      for (size_t k = 0; k < all.jobs.size(); ++k)
+        if (all.jobs[k].problem.id == j.problem.id && all.jobs[k].sample == j.sample) ++seen[k];
+  }
+  for (int k = 0; k < 10; ++k) EXPECT_EQ(seen[k], 1) << k;  // every job in exactly one shard
+}
+
+}  // namespace
+}  // namespace pkb

@@ -20,6 +20,8 @@ void declare_batch_flags(CLI::App& sub, BatchFlags& f) {
                  "Evaluate every <stem>.cu / <stem>_s<k>.cu in this directory (batch mode; resumable)");
   sub.add_option("--problems", f.problems, "With --solutions: which problems, e.g. 1,2,7 (default: all)");
   sub.add_option("--label", f.label, "The run's name in records and reports (batch default: DIR's name)");
+  sub.add_option("--shard", f.shard, "With --solutions: evaluate shard i of n (i/n) — e.g. one Slurm array task each")
+      ->envname("PKB_SHARD");
 }
 
 namespace {
@@ -82,6 +84,10 @@ int run_eval_batch(const EvalOptions& base, const BatchFlags& f) {
   fs::path dir = f.solutions;
   std::string label = f.label.empty() ? default_label(dir) : f.label;
   Discovered found = discover_solutions(dir, label, all, selected);
+  if (!f.shard.empty()) {
+    auto [i, n] = parse_shard(f.shard);
+    keep_shard(found, i, n);
+  }
   // Default results file: one per run, so `pkb report results/*.jsonl` compares runs.
   fs::path results = base.json_out.empty() ? fs::path("results") / (label + ".jsonl") : fs::path(base.json_out);
   RunEvalEvaluator evaluator(base);

@@ -12,6 +12,7 @@ struct BatchFlags {
   std::string solutions;  // DIR; batch mode when set
   std::string problems;   // "1,2,7" or "all"
   std::string label;      // default: DIR's name
+  std::string shard;      // "i/n": this shard of the jobs only
 };
 
 /// Declares --solutions, --problems and --label on `pkb eval`.
