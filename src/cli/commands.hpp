@@ -29,6 +29,9 @@ Command build_command();
 Command version_command();
 Command calibrate_command();
 Command sweep_command();
+Command prompt_command();    // cmd_prompt.cpp
+Command generate_command();  // cmd_generate.cpp
+Command agent_command();     // cmd_agent.cpp
 
 /// Directory of the running pkb executable (where pkb-worker lives).
 std::string self_dir();

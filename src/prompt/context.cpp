@@ -32,6 +32,13 @@ std::string dist_text(const Dist& d) {
   return "?";
 }
 
+/// Source text without its final newlines, so that a closing fence follows the last line directly.
+std::string source(const fs::path& path) {
+  std::string s = read_file(path);
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
 std::string tensor_text(const TensorPlan& t) {
   std::string dims;
   for (size_t i = 0; i < t.shape.size(); ++i) dims += (i ? ", " : "") + std::to_string(t.shape[i]);
@@ -86,17 +93,19 @@ std::string shapes_text(const Instance& inst) {
       out.back() = '\n';
     }
   }
+  while (!out.empty() && out.back() == '\n') out.pop_back();
   return out;
 }
 
 std::string traffic_text(const Instance& inst) {
   if (!inst.spec->roofline) return "No roofline model is given for this problem.";
   const RooflineSpec& r = *inst.spec->roofline;
+  double flops = max_over_ranks(r.flops, inst);
   return fmt::format(
       "Minimum work of the busiest rank per call (the problem's roofline model): {} over its NVLink links "
-      "(one direction), {} floating-point operations, {} through HBM.",
-      format_bytes(max_over_ranks(r.link_bytes, inst)), number(max_over_ranks(r.flops, inst)),
-      format_bytes(max_over_ranks(r.hbm_bytes, inst)));
+      "(one direction), {} through HBM, {}.",
+      format_bytes(max_over_ranks(r.link_bytes, inst)), format_bytes(max_over_ranks(r.hbm_bytes, inst)),
+      flops > 0 ? number(flops) + " floating-point operations" : "no floating-point arithmetic");
 }
 
 TemplateVars hardware_vars(const HardwareFacts& h, const Instance& inst) {
@@ -122,7 +131,7 @@ TemplateVars hardware_vars(const HardwareFacts& h, const Instance& inst) {
   std::string parts;
   double floor_us = 0;
   for (auto& t : terms) {
-    if (t.per_us <= 0 || t.amount <= 0) continue;
+    if (t.per_us <= 0 || t.amount / t.per_us < 0.05) continue;  // unmeasured, or too small to show
     floor_us = std::max(floor_us, t.amount / t.per_us);
     parts += fmt::format("{}{} {:.1f} us", parts.empty() ? "" : ", ", t.what, t.amount / t.per_us);
   }
@@ -149,8 +158,8 @@ PromptInputs gather_prompt_inputs(const PromptTemplates& t, const Spec& spec, co
                 {"problem_parallelism", spec.parallelism},
                 {"problem_origin", spec.origin},
                 {"baseline_path", rel_dir + "/reference.cu"},
-                {"baseline_source", read_file(spec.reference_path())},
-                {"abi_header", read_file(req.home / "include" / "pkb" / "solution.h")},
+                {"baseline_source", source(spec.reference_path())},
+                {"abi_header", source(req.home / "include" / "pkb" / "solution.h")},
                 {"world", std::to_string(req.world)},
                 {"size_name", inst.size_name},
                 {"dtype", req.dtype},
@@ -164,8 +173,8 @@ PromptInputs gather_prompt_inputs(const PromptTemplates& t, const Spec& spec, co
     if (e.problem == spec.stem) continue;  // never show a problem its own solution
     fs::path base = spec.dir.parent_path() / e.problem / "reference.cu";
     if (!fs::exists(base, ec)) base = req.home / "problems" / e.problem / "reference.cu";
-    in.examples.push_back({e.label, e.problem, "problems/" + e.problem + "/reference.cu", read_file(base), e.solution,
-                           read_file(req.home / e.solution)});
+    in.examples.push_back({e.label, e.problem, "problems/" + e.problem + "/reference.cu", source(base), e.solution,
+                           source(req.home / e.solution)});
   }
   if (req.hardware) in.hardware = hardware_vars(*req.hardware, inst);
   return in;

@@ -12,6 +12,7 @@ std::string render_examples(const PromptTemplates& t, const std::vector<ExampleT
   std::string out = render_template(examples.size() == 1 ? t.examples_intro_one : t.examples_intro_many, {},
                                     t.where + " [examples].intro");
   for (auto& e : examples) {
+    out += "\n";
     TemplateVars v{{"example_label", e.label},
                    {"example_problem", e.problem},
                    {"example_baseline_path", e.baseline_path},
@@ -32,12 +33,12 @@ std::string render_hardware(const PromptTemplates& t, const PromptInputs& in) {
   return render_template(t.hardware_unmeasured, in.problem, t.where + " [hardware].unmeasured");
 }
 
-/// Trims leading and trailing blank lines: TOML multi-line strings start and end with one, and
-/// sections that render empty should not leave gaps.
-std::string trim_lines(std::string s) {
+/// Without leading and trailing blank lines: TOML multi-line strings end with a newline, and the
+/// enclosing template decides the spacing around a section.
+std::string trim_lines(const std::string& s) {
   size_t b = s.find_first_not_of("\n");
   size_t e = s.find_last_not_of("\n \t");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1) + "\n";
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
 }  // namespace
@@ -56,8 +57,8 @@ Prompt render_prompt(const PromptTemplates& t, const PromptInputs& in) {
   v["hardware"] = trim_lines(render_hardware(t, in));
   v["examples"] = trim_lines(render_examples(t, in.examples));
   Prompt p;
-  p.system = trim_lines(render_template(t.system, v, t.where + " [prompt].system"));
-  p.user = trim_lines(render_template(t.user, v, t.where + " [prompt].user"));
+  p.system = trim_lines(render_template(t.system, v, t.where + " [prompt].system")) + "\n";
+  p.user = trim_lines(render_template(t.user, v, t.where + " [prompt].user")) + "\n";
   return p;
 }
 

@@ -114,12 +114,12 @@ TEST(RenderPrompt, PicksBackendAndPrecisionSections) {
   EXPECT_NE(q.user.find("PREC fp32!: n-fp32"), std::string::npos) << q.user;
   EXPECT_NE(q.user.find("README<notes>"), std::string::npos) << q.user;
   EXPECT_NE(q.user.find("HW 8 x H200 for W=4"), std::string::npos) << q.user;
-  EXPECT_NE(q.user.find("EX MANY:[Ex A|1_allreduce|sol.cu|A][Ex B|2_allgather|sol2.cu|B]"), std::string::npos) << q.user;
+  EXPECT_NE(q.user.find("EX MANY:\n[Ex A|1_allreduce|sol.cu|A]\n[Ex B|2_allgather|sol2.cu|B]"), std::string::npos) << q.user;
   EXPECT_NE(p.sha256(), q.sha256());
   EXPECT_EQ(q.sha256(), render_prompt(t, in).sha256()) << "rendering is deterministic";
 
   in.examples.resize(1);
-  EXPECT_NE(render_prompt(t, in).user.find("EX ONE:[Ex A"), std::string::npos);
+  EXPECT_NE(render_prompt(t, in).user.find("EX ONE:\n[Ex A|"), std::string::npos);
 }
 
 TEST(RenderPrompt, UnknownBackendPrecisionOrPlaceholderIsAnError) {
