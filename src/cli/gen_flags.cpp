@@ -29,11 +29,12 @@ PromptSetup load_prompt_setup(const PromptFlags& f) {
   s.visible_gpus = sys.gpu_count;
   if (f.hardware == "none") {
     s.hardware_note = "hardware facts left out (--hardware none)";
+  } else if (f.hardware == "auto" && sys.gpu_count == 0) {
+    s.hardware_note = "no GPU visible; the prompt says the hardware was not measured";
   } else if (f.hardware == "auto") {
-    if (sys.gpu_count > 0) s.hardware = load_calibration(sys.gpu_name, sys.gpu_count, sys.nvidia_driver);
+    s.hardware = load_calibration(sys.gpu_name, sys.gpu_count, sys.nvidia_driver);
     s.hardware_note = s.hardware ? "hardware facts from " + calibration_path(sys.gpu_name, sys.gpu_count, sys.nvidia_driver).string()
-                      : sys.gpu_count > 0 ? "no calibration for this machine (run `pkb calibrate`); the prompt says so"
-                                          : "no GPU visible; the prompt says the hardware was not measured";
+                                 : "no calibration for this machine (run `pkb calibrate`); the prompt says so";
   } else {
     try {
       s.hardware = hardware_from_json(nlohmann::json::parse(read_file(f.hardware)));
@@ -47,7 +48,9 @@ PromptSetup load_prompt_setup(const PromptFlags& f) {
 
 int world_for(const Spec& spec, const PromptFlags& f, const PromptSetup& s) {
   if (f.gpus > 0) return f.gpus;
-  int w = s.visible_gpus >= spec.min_world ? s.visible_gpus : s.hardware && s.hardware->gpu_count > 0 ? s.hardware->gpu_count : 4;
+  int w = 4;  // PKB's usual node slice, when nothing says otherwise
+  if (s.visible_gpus >= spec.min_world) w = s.visible_gpus;
+  else if (s.hardware && s.hardware->gpu_count > 0) w = s.hardware->gpu_count;
   return std::clamp(w, spec.min_world, spec.max_world);
 }
 

@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/hash.hpp"
+#include "core/interrupt.hpp"
 #include "gen/generate.hpp"
 #include "llm/extract.hpp"
 
@@ -193,10 +194,14 @@ AgentResult run_agent(ChatModel& model, CandidateEvaluator& evaluator, const Pro
   s.save("running");
   std::string stop;
   for (int i = 1; stop.empty(); ++i) {
+    // Keep the finished steps on disk, then let the exception go up to the command's boundary.
     try {
       stop = s.step(i, model, evaluator, templates);
-    } catch (...) {
-      s.save("interrupted at step " + std::to_string(i));  // keep the finished steps, then let it go up
+    } catch (const Interrupted&) {
+      s.save("interrupted at step " + std::to_string(i));
+      throw;
+    } catch (const std::exception& e) {
+      s.save("error at step " + std::to_string(i) + ": " + e.what());
       throw;
     }
     s.result.steps_run = i;

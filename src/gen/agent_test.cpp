@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "core/error.hpp"
 #include "core/files.hpp"
 #include "fake_llm.hpp"
 #include "gen/agent.hpp"
@@ -181,6 +182,23 @@ TEST_F(Agent, ModelFailureOrHarnessErrorStopsTheLoop) {
     EXPECT_EQ(r.steps_run, 1);
     EXPECT_EQ(r.stop_reason, "harness_error: the baseline failed: NCCL error");
   }
+}
+
+TEST_F(Agent, AHarnessExceptionKeepsTheTranscriptAndGoesUp) {
+  class Throwing final : public CandidateEvaluator {
+   public:
+    EvalRecord evaluate(const fs::path&) override { throw Error(Errc::invalid_argument, "no such size"); }
+  } throwing;
+  FakeLlmServer s({Reply::code("// SPEED=2\n")});
+  LlmConfig cfg;
+  cfg.model = "fake";
+  cfg.base_url = s.url("/v1");
+  AgentOptions o;
+  o.dir = dir;
+  o.steps = 2;
+  EXPECT_THROW(run_agent(*make_chat_model(cfg), throwing, prompt, templates, o), Error);
+  json t = transcript();
+  EXPECT_EQ(t["stop_reason"], "error at step 1: no such size");
 }
 
 TEST_F(Agent, ANewRunReplacesStaleOutputs) {

@@ -144,9 +144,10 @@ TemplateVars hardware_vars(const HardwareFacts& h, const Instance& inst) {
 PromptInputs gather_prompt_inputs(const PromptTemplates& t, const Spec& spec, const PromptRequest& req) {
   auto dtype = parse_dtype(req.dtype);
   if (!dtype) fail(Errc::invalid_argument, "unknown dtype '" + req.dtype + "'");
+  std::string dtype_name(to_string(*dtype));  // "bfloat16" -> "bf16": the precision sections' names
   Instance inst = resolve(spec, req.world, {req.size, {}}, *dtype);
   const BackendTemplates& backend = t.backend(req.backend);
-  t.precision(req.dtype);  // fail early, before reading files
+  t.precision(dtype_name);  // fail early, before reading files
   PromptInputs in;
   in.backend = req.backend;
   std::string rel_dir = "problems/" + spec.stem;
@@ -162,7 +163,7 @@ PromptInputs gather_prompt_inputs(const PromptTemplates& t, const Spec& spec, co
                 {"abi_header", source(req.home / "include" / "pkb" / "solution.h")},
                 {"world", std::to_string(req.world)},
                 {"size_name", inst.size_name},
-                {"dtype", req.dtype},
+                {"dtype", dtype_name},
                 {"atol", fmt::format("{:g}", inst.tolerance.atol)},
                 {"rtol", fmt::format("{:g}", inst.tolerance.rtol)},
                 {"shapes", shapes_text(inst)},

@@ -154,10 +154,12 @@ class RealPrompt : public ::testing::Test {
  protected:
   PromptTemplates t = load_templates(pkb_home() / "prompts" / "prompts.toml");
   std::vector<ProblemEntry> all = discover_problems(pkb_home() / "problems");
-  Prompt prompt_for(const std::string& problem, std::optional<HardwareFacts> hw = std::nullopt, int world = 4) {
+  Prompt prompt_for(const std::string& problem, std::optional<HardwareFacts> hw = std::nullopt, int world = 4,
+                    const std::string& dtype = "bf16") {
     spec = load_spec(find_problem(all, problem).dir);
     PromptRequest req;
     req.world = world;
+    req.dtype = dtype;
     req.hardware = hw;
     req.home = pkb_home();
     return render_prompt(t, gather_prompt_inputs(t, spec, req));
@@ -214,8 +216,15 @@ TEST_F(RealPrompt, MeasuredHardwareGivesNumbersAndAFloor) {
   EXPECT_EQ(p.user.find("has not been measured"), std::string::npos);
 }
 
+TEST_F(RealPrompt, DtypeAliasesPickThePrecisionSection) {
+  Prompt p = prompt_for("2", std::nullopt, 4, "float32");
+  EXPECT_NE(p.user.find("benchmark dtype fp32."), std::string::npos) << p.user.substr(0, 1500);
+  EXPECT_NE(p.user.find("fp32[1024, 1024] (4 MiB)"), std::string::npos);
+}
+
 TEST_F(RealPrompt, BadConfigurationIsRejectedBeforeRendering) {
   EXPECT_NE(error_of([&] { prompt_for("1", std::nullopt, 16); }).find("not 16"), std::string::npos);
+  EXPECT_NE(error_of([&] { prompt_for("1", std::nullopt, 4, "int7"); }).find("unknown dtype 'int7'"), std::string::npos);
 }
 
 }  // namespace

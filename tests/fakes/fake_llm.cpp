@@ -175,12 +175,12 @@ FakeLlmServer::FakeLlmServer(Responder responder, Options opts) : responder_(std
 FakeLlmServer::~FakeLlmServer() {
   stop();
   if (acceptor_.joinable()) acceptor_.join();
-  std::vector<std::thread> conns;
+  std::vector<Connection> conns;
   {
     std::lock_guard<std::mutex> lock(mu_);
     conns.swap(connections_);
   }
-  for (auto& t : conns) t.join();
+  for (auto& c : conns) c.thread.join();
   if (listen_fd_ >= 0) ::close(listen_fd_);
 }
 
@@ -207,10 +207,21 @@ void FakeLlmServer::accept_loop() {
     if (fd < 0) continue;
     last_activity_ms_ = now_ms();
     std::lock_guard<std::mutex> lock(mu_);
-    connections_.emplace_back([this, fd] {
-      serve(fd);
-      ::close(fd);
-    });
+    for (auto it = connections_.begin(); it != connections_.end();) {  // reap finished connections
+      if (it->done->load()) {
+        it->thread.join();
+        it = connections_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    connections_.push_back({std::thread([this, fd, done] {
+                              serve(fd);
+                              ::close(fd);
+                              *done = true;
+                            }),
+                            done});
   }
 }
 

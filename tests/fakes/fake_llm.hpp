@@ -88,7 +88,11 @@ class FakeLlmServer {
   std::atomic<long long> last_activity_ms_{0};
   mutable std::mutex mu_;
   std::vector<Request> requests_;
-  std::vector<std::thread> connections_;
+  struct Connection {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::vector<Connection> connections_;  // finished ones are joined by the acceptor as it goes
   std::thread acceptor_;
 };
 
