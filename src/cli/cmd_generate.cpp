@@ -48,7 +48,11 @@ int execute(const GenerateFlags& f) {
   std::vector<ProblemPrompt> prompts;
   for (auto& e : select_problems(f.problems, discover_problems(problems_dir(f.p.problems_dir)))) {
     Spec spec = load_spec(e.dir);
-    prompts.push_back({spec.stem, build_prompt(spec, f.p, setup, world_for(spec, f.p, setup))});
+    int world = world_for(spec, f.p, setup);
+    nlohmann::json config{{"world", world}, {"size", f.p.size.empty() ? spec.default_size : f.p.size}, {"dtype", f.p.dtype},
+                          {"backend", f.p.backend.empty() ? setup.templates.default_backend : f.p.backend},
+                          {"hardware", setup.hardware_note}};
+    prompts.push_back({spec.stem, build_prompt(spec, f.p, setup, world), config});
   }
   GenerateOptions o;
   o.run_name = f.run_name.empty() ? default_run_name(llm) : f.run_name;

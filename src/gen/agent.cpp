@@ -49,10 +49,14 @@ std::string failed_checks_text(const EvalRecord& r) {
 
 std::string roofline_text(const json& roofline) {
   if (!roofline.is_object() || !roofline.contains("pct") || !roofline["pct"].is_number()) return "roofline not measured";
+  // Keys as roofline/roofline.cpp writes them: pct is floor / measured in percent.
   std::string floor = roofline.contains("floor_us") && roofline["floor_us"].is_number()
                           ? fmt::format(", floor {:.1f} us", roofline["floor_us"].get<double>())
                           : "";
-  return fmt::format("{:.0f}% of the roofline{}", roofline["pct"].get<double>(), floor);
+  std::string bound = roofline.contains("bound") && roofline["bound"].is_string()
+                          ? ", " + roofline["bound"].get<std::string>() + "-bound"
+                          : "";
+  return fmt::format("{:.0f}% of the roofline{}{}", roofline["pct"].get<double>(), floor, bound);
 }
 
 FeedbackKind kind_for(Status s) {

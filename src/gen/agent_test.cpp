@@ -47,7 +47,7 @@ class FakeEvaluator final : public CandidateEvaluator {
       r.baseline_timing.measured = r.candidate_timing.measured = true;
       r.baseline_timing.us.median = 30.0;
       r.candidate_timing.us.median = 30.0 / *r.speedup;
-      r.roofline = {{"pct", 42.0}, {"floor_us", 7.9}};
+      r.roofline = {{"pct", 42.0}, {"floor_us", 7.9}, {"bound", "link"}};
     }
     return r;
   }
@@ -139,7 +139,7 @@ TEST_F(Agent, KeepsTheFastestPassAndStopsAtTheStepLimit) {
   std::string fb = last_user(s.requests().at(1));
   EXPECT_NE(fb.find("Speedup over the baseline: 0.80x"), std::string::npos) << fb;
   EXPECT_NE(fb.find("baseline median 30.0 us"), std::string::npos) << fb;
-  EXPECT_NE(fb.find("42% of the roofline, floor 7.9 us"), std::string::npos) << fb;
+  EXPECT_NE(fb.find("42% of the roofline, floor 7.9 us, link-bound"), std::string::npos) << fb;
   EXPECT_NE(fb.find("at least 1.00x"), std::string::npos) << fb;
   EXPECT_EQ(transcript()["best"]["step"], 2);
 }

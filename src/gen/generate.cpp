@@ -60,6 +60,7 @@ SampleResult generate_one(ChatModel& model, const ProblemPrompt& p, int k, const
            {"parameters", o.llm.parameters()},
            {"prompt_sha256", p.prompt.sha256()},
            {"prompt_path", "prompts/" + p.stem + ".md"},
+           {"prompt_config", p.config},
            {"reply", c.text},
            {"finish_reason", c.finish_reason},
            {"code_path", nullptr},
@@ -94,14 +95,15 @@ SampleResult generate_one(ChatModel& model, const ProblemPrompt& p, int k, const
 }
 
 void write_run_files(const std::vector<ProblemPrompt>& problems, const GenerateOptions& o) {
-  json stems = json::array();
+  json stems = json::array(), configs = json::object();
   for (auto& p : problems) {
     write_file_atomic(o.run_dir / "prompts" / (p.stem + ".md"), p.prompt.to_text());
     stems.push_back(p.stem);
+    configs[p.stem] = p.config;
   }
   json run{{"schema_version", 1}, {"kind", "generation_run"}, {"run_name", o.run_name}, {"timestamp", now_iso8601()},
            {"provider", to_string(o.llm.provider)}, {"model", o.llm.model}, {"base_url", o.llm.endpoint()},
-           {"parameters", o.llm.parameters()}, {"samples", o.samples}, {"problems", stems}};
+           {"parameters", o.llm.parameters()}, {"samples", o.samples}, {"problems", stems}, {"prompt_configs", configs}};
   write_file_atomic(o.run_dir / "run.json", run.dump(2) + "\n");
 }
 

@@ -25,6 +25,9 @@ namespace pkb {
 struct ProblemPrompt {
   std::string stem;  // "1_allreduce"
   Prompt prompt;
+  /// What the prompt was rendered for (world, size, dtype, backend, hardware), recorded with each
+  /// sample so that the run is evaluated on the same configuration.
+  nlohmann::json config = nlohmann::json::object();
 };
 
 struct GenerateOptions {

@@ -20,8 +20,8 @@ using nlohmann::json;
 class Generate : public ::testing::Test {
  protected:
   fs::path dir;
-  std::vector<ProblemPrompt> problems{{"1_alpha", {"system text", "USER PROMPT FOR 1_alpha"}},
-                                      {"2_beta", {"system text", "USER PROMPT FOR 2_beta"}}};
+  std::vector<ProblemPrompt> problems{{"1_alpha", {"system text", "USER PROMPT FOR 1_alpha"}, {{"world", 4}}},
+                                      {"2_beta", {"system text", "USER PROMPT FOR 2_beta"}, {{"world", 2}}}};
   void SetUp() override {
     dir = fs::temp_directory_path() /
           ("pkb_gen_test_" + std::to_string(getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name()) /
@@ -81,6 +81,7 @@ TEST_F(Generate, WritesCodeAndARecordPerSampleUnderSharedNames) {
       EXPECT_EQ(r["model"], "fake-model");
       EXPECT_EQ(r["provider"], "openai");
       EXPECT_EQ(r["prompt_sha256"], p.prompt.sha256());
+      EXPECT_EQ(r["prompt_config"], p.config);
       EXPECT_EQ(r["code_path"], name + ".cu");
       EXPECT_EQ(r["code_sha256"], sha256_hex(code));
       EXPECT_EQ(r["file_sha256"], sha256_hex(file));
@@ -93,6 +94,7 @@ TEST_F(Generate, WritesCodeAndARecordPerSampleUnderSharedNames) {
   json run_rec = json::parse(read_file(dir / "run.json"));
   EXPECT_EQ(run_rec["samples"], 2);
   EXPECT_EQ(run_rec["problems"], (json{"1_alpha", "2_beta"}));
+  EXPECT_EQ(run_rec["prompt_configs"]["2_beta"]["world"], 2);
 }
 
 TEST_F(Generate, FailuresAreRecordedAndRetriedOnTheNextRunOnly) {

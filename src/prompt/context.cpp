@@ -8,6 +8,7 @@
 #include "core/files.hpp"
 #include "core/strings.hpp"
 #include "prompt/prompt.hpp"
+#include "roofline/roofline.hpp"
 
 namespace pkb {
 
@@ -68,13 +69,6 @@ std::string tensor_list(const Instance& inst, bool inputs) {
 std::string rate(double v, const char* unit) { return v > 0 ? fmt::format("{:.0f} {}", v, unit) : "not measured"; }
 std::string latency(double us) { return us > 0 ? fmt::format("{:.1f} us", us) : "not measured"; }
 
-/// The largest value of a roofline expression over all ranks (the busiest rank bounds the time).
-double max_over_ranks(const Expr& e, const Instance& inst) {
-  double best = 0;
-  for (int r = 0; r < inst.world; ++r) best = std::max(best, e.eval(rank_vars(inst, r)));
-  return best;
-}
-
 }  // namespace
 
 std::string shapes_text(const Instance& inst) {
@@ -98,14 +92,13 @@ std::string shapes_text(const Instance& inst) {
 }
 
 std::string traffic_text(const Instance& inst) {
-  if (!inst.spec->roofline) return "No roofline model is given for this problem.";
-  const RooflineSpec& r = *inst.spec->roofline;
-  double flops = max_over_ranks(r.flops, inst);
+  std::optional<Work> w = instance_work(inst);
+  if (!w) return "No roofline model is given for this problem.";
   return fmt::format(
       "Minimum work of the busiest rank per call (the problem's roofline model): {} over its NVLink links "
       "(one direction), {} through HBM, {}.",
-      format_bytes(max_over_ranks(r.link_bytes, inst)), format_bytes(max_over_ranks(r.hbm_bytes, inst)),
-      flops > 0 ? number(flops) + " floating-point operations" : "no floating-point arithmetic");
+      format_bytes(w->link_bytes), format_bytes(w->hbm_bytes),
+      w->flops > 0 ? number(w->flops) + " floating-point operations" : "no floating-point arithmetic");
 }
 
 TemplateVars hardware_vars(const HardwareFacts& h, const Instance& inst) {
@@ -120,24 +113,17 @@ TemplateVars hardware_vars(const HardwareFacts& h, const Instance& inst) {
                  {"launch", latency(h.launch_us)},         {"flag_rtt", latency(h.flag_rtt_us)},
                  {"nccl_allreduce_8k", latency(h.nccl_allreduce_8k_us)},
                  {"floor", ""}};
-  if (!inst.spec->roofline) return v;
-  // time (us) = amount / (rate per us); each term only where its rate was measured.
-  const RooflineSpec& r = *inst.spec->roofline;
-  double gemm = inst.dtype == DType::fp32 ? h.gemm_fp32_tflops : h.gemm_bf16_tflops;
-  struct Term { const char* what; double amount, per_us; };
-  Term terms[] = {{"NVLink bytes / link rate", max_over_ranks(r.link_bytes, inst), h.link_gbps() * 1e3},
-                  {"FLOPs / GEMM rate", max_over_ranks(r.flops, inst), gemm * 1e6},
-                  {"HBM bytes / HBM rate", max_over_ranks(r.hbm_bytes, inst), h.hbm_gbps * 1e3}};
+  std::optional<Work> w = instance_work(inst);
+  if (!w) return v;
+  // The same floor `pkb eval` reports (roofline/roofline.hpp), from the measured rates only.
+  Roofline r = compute_roofline(*w, h, h, inst.dtype, 0, "calibrated");
+  if (r.floor_us <= 0) return v;
   std::string parts;
-  double floor_us = 0;
-  for (auto& t : terms) {
-    if (t.per_us <= 0 || t.amount / t.per_us < 0.05) continue;  // unmeasured, or too small to show
-    floor_us = std::max(floor_us, t.amount / t.per_us);
-    parts += fmt::format("{}{} {:.1f} us", parts.empty() ? "" : ", ", t.what, t.amount / t.per_us);
-  }
-  if (floor_us > 0)
-    v["floor"] = fmt::format("At these rates this configuration cannot run faster than about {:.1f} us per call ({}).",
-                             floor_us, parts);
+  for (auto [what, us] : {std::pair{"NVLink bytes / link rate", r.link_us}, {"FLOPs / GEMM rate", r.flop_us},
+                          {"HBM bytes / HBM rate", r.hbm_us}, {"one kernel launch", r.launch_us}})
+    if (us >= 0.05) parts += fmt::format("{}{} {:.1f} us", parts.empty() ? "" : ", ", what, us);
+  v["floor"] = fmt::format("At these rates this configuration cannot run faster than about {:.1f} us per call "
+                           "({}-bound: {}).", r.floor_us, r.bound, parts);
   return v;
 }
 

@@ -90,6 +90,11 @@ TEST_F(GenCli, GenerateWritesTheRunAndResumes) {
     EXPECT_EQ(json::parse(read_file(run / (std::string(name) + ".json")))["status"], "ok") << name;
   }
   EXPECT_TRUE(fs::exists(run / "prompts" / "2_allgather.md"));
+  json config = json::parse(read_file(run / "2_allgather_s1.json"))["prompt_config"];
+  EXPECT_EQ(config["world"], 2);
+  EXPECT_EQ(config["size"], "default");
+  EXPECT_EQ(config["dtype"], "bf16");
+  EXPECT_EQ(config["backend"], "cuda");
   EXPECT_EQ(s.requests().size(), 4u);
   EXPECT_EQ(s.requests()[0].headers.at("authorization"), "Bearer sk-cli");
 
