@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # One call on a GPU node: build, then the stages asked for (default: all). Logs and JSON records
 # go to $OUT (default .gpu-check/); a short summary is printed last.
-#   tools/gpu_check.sh [build] [cpu] [smoke] [gputest] [evals] [self] [calibrate] [experts] [sweeps]
+#   tools/gpu_check.sh [build] [cpu] [smoke] [gputest] [agent] [evals] [self] [calibrate] [experts] [sweeps]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/.gpu-check}
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0
 export PKB_CACHE_DIR=${PKB_CACHE_DIR:-$PWD/.pkb-cache}
-STAGES="${*:-build cpu smoke gputest evals self calibrate experts sweeps}"
+STAGES="${*:-build cpu smoke gputest agent evals self calibrate experts sweeps}"
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 PKB=build/bin/pkb
 t0=$(date +%s)
@@ -49,6 +49,12 @@ if has gputest; then
   build/bin/gpu_test --gtest_output=json:"$OUT/gpu_test.json" >"$OUT/gpu_test.log" 2>&1
   echo "gpu tests: rc=$? ($(grep -E '^\[  (PASSED|FAILED)' "$OUT/gpu_test.log" | tr '\n' ' '))" >>"$SUMMARY"
   grep -E '^\[  FAILED  \]|Failure$' -A3 "$OUT/gpu_test.log" | head -30 >>"$SUMMARY"
+fi
+if has agent; then
+  stamp "agent loop against the scripted fake endpoint, W=2"
+  build/bin/agent_gpu_test --gtest_output=json:"$OUT/agent_gpu_test.json" >"$OUT/agent_gpu_test.log" 2>&1
+  echo "agent gpu test: rc=$? ($(grep -E '^\[  (PASSED|FAILED)' "$OUT/agent_gpu_test.log" | tr '\n' ' '))" >>"$SUMMARY"
+  grep -E '^\[  FAILED  \]|Failure$' -A3 "$OUT/agent_gpu_test.log" | head -30 >>"$SUMMARY"
 fi
 if has evals; then
   stamp "evals at the default size, W=$GPUS"
