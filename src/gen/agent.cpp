@@ -70,26 +70,43 @@ FeedbackKind kind_for(Status s) {
   }
 }
 
+/// Every [feedback] placeholder with a neutral value, so that any template may use any of them.
+TemplateVars feedback_vars(int steps_left, double target_speedup) {
+  return {{"status", ""},           {"message", ""},       {"details", ""},
+          {"steps_left", std::to_string(steps_left)}, {"target_speedup", fmt::format("{:.2f}", target_speedup)},
+          {"speedup", "not timed"}, {"baseline_us", "?"},  {"candidate_us", "?"},
+          {"roofline", "roofline not measured"}};
+}
+
+std::string render_feedback(const PromptTemplates& t, FeedbackKind kind, const TemplateVars& v) {
+  return render_template(t.feedback.at(kind), v, t.where + " [feedback]." + std::string(to_string(kind)));
+}
+
 }  // namespace
 
 std::string feedback_message(const PromptTemplates& t, const EvalRecord& r, int steps_left, double target_speedup) {
   FeedbackKind kind = kind_for(r.status);
-  TemplateVars v{{"status", std::string(to_string(r.status))},
-                 {"message", r.message},
-                 {"steps_left", std::to_string(steps_left)},
-                 {"target_speedup", fmt::format("{:.2f}", target_speedup)},
-                 {"details", ""},
-                 {"speedup", r.speedup ? fmt::format("{:.2f}", *r.speedup) : "not timed"},
-                 {"baseline_us", r.baseline_timing.measured ? fmt::format("{:.1f}", r.baseline_timing.us.median) : "?"},
-                 {"candidate_us", r.candidate_timing.measured ? fmt::format("{:.1f}", r.candidate_timing.us.median) : "?"},
-                 {"roofline", roofline_text(r.roofline)}};
+  TemplateVars v = feedback_vars(steps_left, target_speedup);
+  v["status"] = to_string(r.status);
+  v["message"] = r.message;
+  if (r.speedup) v["speedup"] = fmt::format("{:.2f}", *r.speedup);
+  if (r.baseline_timing.measured) v["baseline_us"] = fmt::format("{:.1f}", r.baseline_timing.us.median);
+  if (r.candidate_timing.measured) v["candidate_us"] = fmt::format("{:.1f}", r.candidate_timing.us.median);
+  v["roofline"] = roofline_text(r.roofline);
   if (kind == FeedbackKind::compile_error) v["details"] = head(r.compile_log.empty() ? r.message : r.compile_log);
   if (kind == FeedbackKind::mismatch || kind == FeedbackKind::flagged) v["details"] = failed_checks_text(r);
   if (kind == FeedbackKind::runtime_failure) {
     std::string where = r.failed_rank >= 0 ? fmt::format("Rank {}, phase '{}'.", r.failed_rank, r.failed_phase) : "";
     v["details"] = where + (r.log_tail.empty() ? "" : "\nOutput of that rank (last lines):\n```\n" + tail(r.log_tail) + "\n```");
   }
-  return render_template(t.feedback.at(kind), v, t.where + " [feedback]." + std::string(to_string(kind)));
+  return render_feedback(t, kind, v);
+}
+
+std::string no_code_feedback(const PromptTemplates& t, int steps_left, double target_speedup) {
+  TemplateVars v = feedback_vars(steps_left, target_speedup);
+  v["status"] = to_string(LlmStatus::no_code_block);
+  v["message"] = "the reply has no ```cu block";
+  return render_feedback(t, FeedbackKind::no_code_block, v);
 }
 
 namespace {
@@ -157,8 +174,7 @@ std::string Session::step(int i, ChatModel& model, CandidateEvaluator& evaluator
   if (!x.code) {
     s["llm"]["status"] = to_string(LlmStatus::no_code_block);
     say(fmt::format("step {}/{}: no code block in the reply", i, o_.steps));
-    feedback = render_template(t.feedback.at(FeedbackKind::no_code_block), {{"steps_left", std::to_string(left)}},
-                               t.where + " [feedback].no_code_block");
+    feedback = no_code_feedback(t, left, o_.target_speedup);
   } else {
     fs::path file = o_.dir / fmt::format("step_{}.cu", i);
     write_file_atomic(file, generated_source(*x.code, o_.provenance + fmt::format(", agent step {}", i)));

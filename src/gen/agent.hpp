@@ -57,5 +57,7 @@ AgentResult run_agent(ChatModel& model, CandidateEvaluator& evaluator, const Pro
 /// Pure: the message that tells the model how its candidate did (the [feedback] template for the
 /// record's status, with the compiler log, failed checks, failure text or timing filled in).
 std::string feedback_message(const PromptTemplates& t, const EvalRecord& r, int steps_left, double target_speedup);
+/// Pure: the message after a reply without a code block ([feedback].no_code_block).
+std::string no_code_feedback(const PromptTemplates& t, int steps_left, double target_speedup);
 
 }  // namespace pkb

@@ -225,6 +225,19 @@ TEST(Feedback, LongCompilerLogsAreCutAtTheirHead) {
   EXPECT_NE(fb.find("2 attempt(s) left"), std::string::npos);
 }
 
+TEST(Feedback, EveryTemplateMayUseEveryDocumentedPlaceholder) {
+  std::string toml = read_file(pkb_home() / "prompts" / "prompts.toml");
+  const std::string all = "{status}{message}{details}{steps_left}{target_speedup}{speedup}{baseline_us}{candidate_us}{roofline}";
+  for (FeedbackKind k : kAllFeedbackKinds) {
+    PromptTemplates t = parse_templates(toml, "prompts.toml");
+    t.feedback[k] = all;
+    EvalRecord r;
+    r.status = k == FeedbackKind::passed ? Status::ok : Status::crash;
+    EXPECT_NO_THROW(feedback_message(t, r, 1, 1.0)) << to_string(k);
+    EXPECT_NO_THROW(no_code_feedback(t, 1, 1.0)) << to_string(k);
+  }
+}
+
 TEST(Feedback, EveryStatusHasAMessage) {
   PromptTemplates t = load_templates(pkb_home() / "prompts" / "prompts.toml");
   for (Status s : {Status::ok, Status::compile_error, Status::load_error, Status::runtime_error, Status::mismatch, Status::crash,
