@@ -1,6 +1,7 @@
 // `pkb run` and `pkb eval`: the flags they share are declared once, here.
 #include <fmt/format.h>
 
+#include "cli/cmd_batch.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "eval/evaluator.hpp"
@@ -18,10 +19,13 @@ struct SharedFlags {
   std::string arch = "sm_90";
   int compile_timeout = 300;
   std::string seed;
+  BatchFlags batch;  // eval only: --solutions DIR
 };
 
 void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
-  sub.add_option("problem", f.opts.problem, "Problem id (1), stem (1_allreduce) or name (allreduce)")->required();
+  auto* problem = sub.add_option("problem", f.opts.problem, "Problem id (1), stem (1_allreduce) or name (allreduce)");
+  if (is_eval) declare_batch_flags(sub, f.batch);  // with --solutions DIR no problem is named
+  else problem->required();
   sub.add_option("--solution,-S", f.opts.solution,
                  is_eval ? "Candidate .cu file (required; 'reference' evaluates the baseline against itself)"
                          : "Solution .cu file (default: the problem's baseline, reference.cu)")
@@ -65,7 +69,11 @@ int execute(SharedFlags& f, bool is_eval, int argc_hint) {
       throw Error(Errc::invalid_argument, "--set " + s + ": the value must be an integer");
     }
   }
-  if (is_eval) {
+  bool batch = is_eval && !f.batch.solutions.empty();
+  if (is_eval && !batch) {
+    if (!f.batch.problems.empty() || !f.batch.label.empty())
+      throw Error(Errc::invalid_argument, "--problems and --label go with --solutions DIR");
+    if (o.problem.empty()) throw Error(Errc::invalid_argument, "pkb eval needs a problem (or --solutions DIR for a batch)");
     if (o.solution.empty()) throw Error(Errc::invalid_argument, "pkb eval needs --solution FILE.cu (or --solution reference)");
     o.perf = !f.no_perf;
   } else {
@@ -82,6 +90,7 @@ int execute(SharedFlags& f, bool is_eval, int argc_hint) {
   o.compile.timeout = std::chrono::seconds(f.compile_timeout);
   o.progress = !f.quiet && isatty(2);
   o.worker_exe = self_dir() + "/pkb-worker";
+  if (batch) return run_eval_batch(o, f.batch);
   EvalRecord rec = is_eval ? run_eval(o) : run_dry(o);
   print_summary(rec, stdout);
   if (!o.json_out.empty()) fmt::print("  record     appended to {}\n", o.json_out);

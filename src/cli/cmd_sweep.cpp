@@ -28,6 +28,8 @@ Command sweep_command() {
             sub.add_option("-e,--end", o->e, "Largest size");
             sub.add_option("-f,--factor", o->s.factor, "Multiply the size by this each step");
             sub.add_option("--var", o->s.var, "The size variable to scale (default M)");
+            sub.add_option("--classes", o->s.classes, "Sweep these named size classes instead of a byte range ('all': every one)")
+                ->delimiter(',');
             sub.add_flag("--graph", o->s.graph, "Also time CUDA-graph replays of the calls (pure device time)");
             sub.add_option("--gpus,-g", o->s.eval.gpus, "World size W (default: all visible)")->envname("PKB_GPUS");
             sub.add_option("--dtype", o->s.eval.dtype, "Benchmark dtype")->envname("PKB_DTYPE");

@@ -228,6 +228,13 @@ Step main_step(const EvalOptions& opts, const Prepared& p, bool timing) {
   return Step{&p.inst, p.inst.size_name, p.seed, opts.trials, timing_plan(opts, p, p.inst, timing)};
 }
 
+void note_containment(const JobResult& job, EvalRecord& rec, const std::string& label) {
+  rec.containment = job.containment;
+  rec.add_check(job.leftover_processes == 0, label + " processes",
+                std::to_string(job.leftover_processes) + " process(es) started by the solution were still running after its "
+                "job ended (they were killed)", nullptr, Status::flagged);
+}
+
 void apply_job_failure(const JobResult& job, EvalRecord& rec, bool is_baseline) {
   rec.status = is_baseline ? Status::harness_error : job.status;
   rec.message = (is_baseline ? "the baseline failed: " : "") + job.message;
@@ -263,6 +270,7 @@ EvalRecord run_dry(const EvalOptions& opts) {
                            rec.candidate.label);
   rec.candidate.job_wall_s = job.wall_s;
   rec.candidate.teardown_clean = job.teardown_clean;
+  note_containment(job, rec, rec.candidate.label);
   if (!job.teardown_clean) rec.warnings.push_back("teardown did not finish cleanly (the job was killed after its results were in)");
   if (job.status != Status::ok) {
     apply_job_failure(job, rec, false);
@@ -305,6 +313,7 @@ EvalRecord run_eval(const EvalOptions& opts) {
   JobResult cand = run_side(opts, p, make_plans(p, {main_step(opts, p, opts.perf)}, cand_so, "candidate", dump), "candidate");
   rec.candidate.job_wall_s = cand.wall_s;
   rec.candidate.teardown_clean = cand.teardown_clean;
+  note_containment(cand, rec, "candidate");
   for (auto* s : {&rec.baseline, &rec.candidate})
     if (!s->teardown_clean) rec.warnings.push_back(s->label + ": teardown did not finish cleanly (killed after its results were in)");
   if (dump) dump_artifacts(opts.dump_dir, p, p.inst, p.seed, base.steps.at(0), "baseline");

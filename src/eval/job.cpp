@@ -55,6 +55,7 @@ class JobRunner {
     auto t0 = Clock::now();
     int W = static_cast<int>(cfg_.plans.size());
     job_ = launcher_.launch(cfg_.launch);
+    res_.containment = job_->containment();
     ranks_.resize(W);
     res_.hello.resize(W);
     if (!cfg_.plans.empty())
@@ -102,6 +103,8 @@ class JobRunner {
       case MsgKind::trial: store_trial(r, std::move(m)); break;
       case MsgKind::timing: {
         StepResult& sr = step_of(m.body);
+        // The driver's own clock around the timed phase: the worker cannot report past it.
+        m.body["driver_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - s.phase_start).count();
         auto& into = m.body.value("mode", std::string("eager")) == "graph" ? sr.graph : sr.timing;
         if (into.empty()) into.resize(ranks_.size());
         into[r] = {std::move(m.body), std::move(m.blob)};
@@ -261,8 +264,12 @@ class JobRunner {
       }
       if (all_exited) break;
     }
-    for (auto& s : ranks_)
+    bool all_exited = true;
+    for (auto& s : ranks_) {
       if (!s.exit || !s.exit->exited || s.exit->code != 0) res_.teardown_clean = false;
+      all_exited &= s.exit.has_value();
+    }
+    if (all_exited) res_.leftover_processes = job_->leftovers().size();
     for (auto& sr : res_.steps) sr.complete = true;
     job_->kill();
     job_->wait_all(Clock::now() + std::chrono::seconds(10));

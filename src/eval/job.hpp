@@ -53,6 +53,8 @@ struct JobResult {
   double wall_s = 0;
   bool teardown_clean = true;
   std::string log_tail;                // the failing rank's log, last few KiB
+  std::string containment;             // cgroup2, cgroup1 or process-group
+  size_t leftover_processes = 0;       // processes the solution left behind after its workers ended
 };
 
 struct JobConfig {

@@ -32,7 +32,14 @@ class JobTest : public ::testing::Test {
     for (auto& e : fs::directory_iterator(tmp / "pids")) out.push_back(std::stoi(e.path().filename().string()));
     return out;
   }
-  bool alive(pid_t p) { return ::kill(p, 0) == 0 || errno != ESRCH; }
+  /// Running (a zombie waiting for its reaper is dead for our purpose).
+  bool alive(pid_t p) {
+    std::ifstream stat("/proc/" + std::to_string(p) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return false;
+    auto close = line.rfind(')');
+    return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
+  }
 
   JobResult run(const std::string& mode, int world = 3, bool timing = true, int steps = 1) {
     JobConfig cfg;
@@ -124,6 +131,16 @@ TEST_F(JobTest, ExitWhileAChildHoldsTheChannelIsStillDetected) {
   auto r = run("daemon:0:trial 0");
   EXPECT_EQ(r.status, Status::crash);
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 5.0);
+  // A setsid() daemon escapes the process group; only a cgroup catches it.
+  if (r.containment != "process-group")
+    for (pid_t p : pids()) EXPECT_FALSE(alive(p)) << p << " survived (" << r.containment << ")";
+}
+
+TEST_F(JobTest, ProcessesLeftBehindAreCountedAndKilled) {
+  auto r = run("linger:1:finalize");
+  EXPECT_EQ(r.status, Status::ok) << r.message;
+  EXPECT_GE(r.leftover_processes, 1u) << r.containment;
+  for (pid_t p : pids()) EXPECT_FALSE(alive(p)) << p;
 }
 
 TEST_F(JobTest, HangInTeardownIsNotChargedButKilled) {

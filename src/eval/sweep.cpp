@@ -84,9 +84,34 @@ void conclude_size(const Prepared& p, const Instance& inst, const JobResult& bas
     rec.candidate.label = "baseline";
   }
   attach_roofline(p, inst, rec);
+  if (!bs.graph.empty())
+    rec.graph_timing = {{"baseline_us", row.base_graph_us}, {"candidate_us", cand ? row.cand_graph_us : row.base_graph_us}};
   conclude_checks(rec);
   if (cand && rec.baseline_timing.us.median > 0 && rec.candidate_timing.us.median > 0)
     rec.speedup = rec.baseline_timing.us.median / rec.candidate_timing.us.median;
+}
+
+}  // namespace
+
+namespace {
+
+/// The instances a sweep visits: named size classes, or one per byte size.
+std::vector<std::unique_ptr<Instance>> sweep_instances(const Prepared& p, const SweepOptions& o) {
+  std::vector<std::unique_ptr<Instance>> out;
+  std::vector<std::string> classes = o.classes;
+  if (classes.size() == 1 && classes[0] == "all") {
+    classes.clear();
+    for (auto& sc : p.spec.sizes) classes.push_back(sc.name);
+  }
+  for (auto& name : classes) {
+    auto inst = std::make_unique<Instance>(resolve(p.spec, p.inst.world, {name, o.eval.size_overrides}, p.inst.dtype));
+    if (o.eval.atol) inst->tolerance.atol = *o.eval.atol;
+    if (o.eval.rtol) inst->tolerance.rtol = *o.eval.rtol;
+    out.push_back(std::move(inst));
+  }
+  if (classes.empty())
+    for (uint64_t target : sweep_sizes(o.begin_bytes, o.end_bytes, o.factor)) out.push_back(instance_for(p, o, target));
+  return out;
 }
 
 }  // namespace
@@ -95,15 +120,15 @@ std::vector<SweepRow> run_sweep(const SweepOptions& o) {
   auto t0 = Clock::now();
   Prepared p = prepare(o.eval);
   bool with_candidate = !p.solution_is_reference;
-  std::vector<std::unique_ptr<Instance>> insts;
+  std::vector<std::unique_ptr<Instance>> insts = sweep_instances(p, o);
   std::vector<SweepRow> rows;
   std::vector<Step> steps;
-  for (uint64_t target : sweep_sizes(o.begin_bytes, o.end_bytes, o.factor)) {
-    insts.push_back(instance_for(p, o, target));
-    const Instance& inst = *insts.back();
+  for (auto& ip : insts) {
+    const Instance& inst = *ip;
+    auto work = instance_work(inst);
     SweepRow row;
-    row.target_bytes = target;
-    row.bytes = static_cast<uint64_t>(instance_work(inst)->algbw_bytes);
+    row.bytes = work ? static_cast<uint64_t>(work->algbw_bytes) : 0;
+    row.target_bytes = row.bytes;
     TimingPlan tp = timing_plan(o.eval, p, inst, true);
     tp.graph = o.graph;
     size_t out_bytes = 0;
@@ -161,7 +186,9 @@ std::string format_sweep_table(const SweepOptions& o, const std::vector<SweepRow
     double b = r.baseline_timing.us.median, c = r.candidate_timing.us.median;
     const auto& rf = r.roofline;
     std::string graph = o.graph ? fmt::format(" {:>10.2f} {:>10}", row.base_graph_us, cand ? fmt::format("{:.2f}", row.cand_graph_us) : "") : "";
-    out += fmt::format("{:>10} {:>10.2f} {:>10} {:>8} {:>9.2f} {:>9.2f} {:>6.1f}%{} {:<10}{}\n", format_bytes(static_cast<double>(row.bytes)), b,
+    std::string size = format_bytes(static_cast<double>(row.bytes));
+    if (!o.classes.empty()) size = r.size_name;
+    out += fmt::format("{:>10} {:>10.2f} {:>10} {:>8} {:>9.2f} {:>9.2f} {:>6.1f}%{} {:<10}{}\n", size, b,
                        cand ? fmt::format("{:.2f}", c) : "", cand && c > 0 ? fmt::format("{:.3f}x", b / c) : "",
                        rf.is_object() ? rf.value("algbw_gbps", 0.0) : 0.0, rf.is_object() ? rf.value("busbw_gbps", 0.0) : 0.0,
                        rf.is_object() ? rf.value("link_pct", 0.0) : 0.0, graph, to_string(r.status),

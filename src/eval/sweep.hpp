@@ -16,6 +16,7 @@ struct SweepOptions {
   uint64_t end_bytes = 256 << 20;
   double factor = 4;
   std::string var = "M";     // the size variable that is scaled
+  std::vector<std::string> classes;  // instead of a byte range: these named size classes ("all": every one)
   bool graph = false;        // also time CUDA-graph replays
 };
 

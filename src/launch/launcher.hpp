@@ -23,6 +23,8 @@ struct LaunchRequest {
   /// Each rank's stdout and stderr go to <log_dir>/rank_<r>.log.
   std::filesystem::path log_dir;
   ResourceLimits limits;
+  /// Contain the job in a cgroup where the machine allows (see launch/cgroup.hpp).
+  bool use_cgroup = true;
 };
 
 /// A running job. Destroying it kills and reaps every process it started.
@@ -40,6 +42,11 @@ class Job {
   virtual bool wait_all(Clock::time_point deadline) = 0;
   /// Path of rank r's log file.
   virtual std::filesystem::path log_path(int rank) const = 0;
+  /// How the job is contained: "cgroup2", "cgroup1" or "process-group".
+  virtual std::string containment() const = 0;
+  /// Processes of the job other than its workers that are still running (call after the workers
+  /// have exited: anything left was started by the solution).
+  virtual std::vector<pid_t> leftovers() = 0;
 };
 
 class Launcher {

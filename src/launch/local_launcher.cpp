@@ -4,9 +4,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
 #include <fstream>
 
 #include "core/error.hpp"
+#include "launch/cgroup.hpp"
 #include "launch/launcher.hpp"
 
 namespace pkb {
@@ -42,6 +44,23 @@ class LocalJob : public Job {
     wait_all(Clock::now() + std::chrono::seconds(10));
     for (int fd : fds_)
       if (fd >= 0) close(fd);
+    cgroup_.reset();  // kills any straggler, removes the cgroup
+    clean_shm();
+  }
+
+  std::string containment() const override { return cgroup_ ? cgroup_->kind() : "process-group"; }
+
+  std::vector<pid_t> leftovers() override {
+    if (cgroup_) return cgroup_->members();
+    std::vector<pid_t> out;  // without a cgroup: whatever is still in the job's process group
+    std::error_code ec;
+    for (auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+      std::string name = e.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      pid_t pid = std::stoi(name);
+      if (pgid_ > 0 && getpgid(pid) == pgid_) out.push_back(pid);
+    }
+    return out;
   }
 
   int world() const override { return static_cast<int>(pids_.size()); }
@@ -58,6 +77,7 @@ class LocalJob : public Job {
   }
 
   void kill() override {
+    if (cgroup_) cgroup_->kill_all();
     if (pgid_ > 0) kill_group(pgid_, SIGKILL);
     for (int r = 0; r < world(); ++r)
       if (pids_[r] > 0 && !exits_[r]) ::kill(pids_[r], SIGKILL);
@@ -74,6 +94,13 @@ class LocalJob : public Job {
   }
 
   void start(const LaunchRequest& req) {
+    shm_before_ = shm_entries();
+    if (req.use_cgroup && cgroups_enabled_by_env()) {
+      static int counter = 0;
+      std::string why;
+      cgroup_ = JobCgroup::create("pkb-" + std::to_string(getpid()) + "-" + std::to_string(counter++),
+                                  job_limits_from_env(req.world), &why);
+    }
     for (int r = 0; r < req.world; ++r) {
       int sv[2];
       if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
@@ -88,6 +115,7 @@ class LocalJob : public Job {
       o.fd_map = {{sv[1], 3}};
       o.log_file = log_path(r);
       o.limits = req.limits;
+      if (cgroup_) o.cgroup_procs = cgroup_->procs_files();
       try {
         Spawned s = spawn(o);
         pids_[r] = s.pid;
@@ -101,7 +129,25 @@ class LocalJob : public Job {
   }
 
  private:
+  static std::vector<std::string> shm_entries() {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) out.push_back(e.path().filename().string());
+    return out;
+  }
+
+  /// NCCL's shared-memory segments outlive processes that were killed: remove the ones this job
+  /// created (new since it started, named nccl-*).
+  void clean_shm() {
+    std::error_code ec;
+    for (auto& name : shm_entries())
+      if (name.rfind("nccl", 0) == 0 && std::find(shm_before_.begin(), shm_before_.end(), name) == shm_before_.end())
+        std::filesystem::remove(std::filesystem::path("/dev/shm") / name, ec);
+  }
+
   std::filesystem::path log_dir_;
+  std::unique_ptr<JobCgroup> cgroup_;
+  std::vector<std::string> shm_before_;
   std::vector<pid_t> pids_;
   std::vector<int> fds_;
   std::vector<std::optional<ExitInfo>> exits_;

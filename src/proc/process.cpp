@@ -70,6 +70,8 @@ Spawned spawn(const SpawnOptions& opts) {
   argv.push_back(nullptr);
   std::string cwd = opts.cwd.string();
   std::string log = opts.log_file.string();
+  std::vector<const char*> cgroup_files;
+  for (auto& f : opts.cgroup_procs) cgroup_files.push_back(f.c_str());
 
   pid_t pid = fork();
   if (pid < 0) fail(Errc::io_error, std::string("fork: ") + std::strerror(errno));
@@ -80,6 +82,16 @@ Spawned spawn(const SpawnOptions& opts) {
     if (sp < 0) _exit(127);
     close(status_pipe[1]);
     if (opts.process_group >= 0 && setpgid(0, opts.process_group) != 0) child_fail(sp, "setpgid");
+    for (const char* f : cgroup_files) {  // join the job's cgroup before anything else runs
+      char num[24];
+      int len = 0;
+      for (long v = getpid(); v > 0; v /= 10) num[len++] = static_cast<char>('0' + v % 10);
+      char text[24];
+      for (int i = 0; i < len; ++i) text[i] = num[len - 1 - i];
+      int fd = open(f, O_WRONLY);
+      if (fd < 0 || write(fd, text, static_cast<size_t>(len)) != len) child_fail(sp, "join the job's cgroup");
+      close(fd);
+    }
     // Restore default signal handling the driver may have changed.
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);

@@ -33,6 +33,8 @@ struct SpawnOptions {
   /// Redirect stdout/stderr to this file (append), unless capture_output.
   std::filesystem::path log_file;
   ResourceLimits limits;
+  /// cgroup.procs files the child writes its pid into before exec (see launch/cgroup.hpp).
+  std::vector<std::string> cgroup_procs;
 };
 
 struct Spawned {

@@ -61,6 +61,7 @@ struct EvalRecord {
   std::string seed;  // revealed after the run, for reproduction
 
   nlohmann::json system = nlohmann::json::object();
+  std::string containment;  // how the candidate's job was contained: cgroup2, cgroup1, process-group
 
   Status status = Status::ok;
   std::string message;
@@ -81,6 +82,8 @@ struct EvalRecord {
   /// Roofline of the candidate (see docs/performance.md): floor_us, pct (floor / measured),
   /// the byte and FLOP counts it came from; null when not computed.
   nlohmann::json roofline = nullptr;
+  /// CUDA-graph replay timing when asked for (sweep --graph): {baseline_us, candidate_us}.
+  nlohmann::json graph_timing = nullptr;
   std::optional<bool> bitwise_identical;  // candidate outputs equal the baseline's bit for bit
   std::vector<std::string> warnings;
 

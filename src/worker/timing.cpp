@@ -128,9 +128,17 @@ void Session::run_timing() {
     if (c < cp.total()) regenerate(groups[g], cp.stream(c), t >= 0 ? in_gen + t * n_in : nullptr);
   }
   std::vector<Event> start(cp.iters), stop(cp.iters);
+  int l2_resets = 0;
   auto one_call = [&](int c) {
     TensorSet& in = groups[c % cp.groups];
     int t = c - cp.warmup;
+    // A solution must not keep data resident in L2 across calls: undo any persisting-L2 setting.
+    size_t persisting = 0;
+    if (cudaDeviceGetLimit(&persisting, cudaLimitPersistingL2CacheSize) == cudaSuccess && persisting > 0) {
+      CUDA_CHECK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0));
+      CUDA_CHECK(cudaCtxResetPersistingL2Cache());
+      ++l2_resets;
+    }
     uint64_t pcall = poison_bits(step_->seed, static_cast<uint64_t>(step_->trials + c));
     std::vector<uint64_t> poisons;
     for (size_t o = 0; o < n_out; ++o) {
@@ -212,7 +220,7 @@ void Session::run_timing() {
     ins.push_back({{"name", step_->inputs[i].name}, {"gen", gen}, {"after", after}});
   }
   send_timing(json{{"mode", "eager"}, {"warmup", cp.warmup}, {"iters", cp.iters}, {"groups", cp.groups}, {"times_ms", times},
-                   {"span_ms", span}, {"host_ms", host_ms}, {"outputs", outs}, {"inputs", ins}},
+                   {"span_ms", span}, {"host_ms", host_ms}, {"l2_resets", l2_resets}, {"outputs", outs}, {"inputs", ins}},
               std::move(blob));
   if (tp.graph) run_graph_timing(groups, out);  // after the checked calls: the same solution, replayed
 }

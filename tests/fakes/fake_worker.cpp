@@ -7,6 +7,7 @@
 //   error:R:PHASE           rank R reports a runtime_error on entering PHASE and exits 1
 //   garbage:R:PHASE         rank R writes bytes that are not a frame
 //   daemon:R:PHASE          rank R forks a child that keeps the channel open, then exits
+//   linger:R:PHASE          rank R forks a child that sleeps on, then carries on normally
 // Other ranks of a failing job wait forever, as real peers stuck in a collective would.
 // PKB_FAKE_PIDS=DIR makes every process (and forked child) write its pid to DIR/<pid>.
 #include <signal.h>
@@ -88,6 +89,14 @@ int main(int argc, char** argv) {
         (void)!write(fd, "this is not a frame at all, not even close!!", 44);
         hang();
       }
+      if (mode.kind == "linger") {
+        if (fork() == 0) {
+          note_pid();
+          close(fd);
+          hang();
+        }
+        return;
+      }
       if (mode.kind == "daemon") {
         if (fork() == 0) {
           setsid();
@@ -97,7 +106,7 @@ int main(int argc, char** argv) {
         _exit(0);
       }
     }
-    if (mode.kind != "ok" && mode.rank != rank && mode.phase == phase) hang();  // peers get stuck too
+    if (mode.kind != "ok" && mode.kind != "linger" && mode.rank != rank && mode.phase == phase) hang();  // peers get stuck too
   };
   for (auto p : {"setup", "load"}) enter(p);
   for (size_t si = 0; si < plan.steps.size(); ++si) {

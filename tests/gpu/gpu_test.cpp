@@ -4,9 +4,11 @@
 //   Oracle      every problem's baseline against its CPU double-precision oracle, W=2 and W=4
 //   SelfEval    every baseline as its own candidate: ok, bitwise identical, plausible speedup
 //   Sample      the one-shot all-reduce example passes and is timed
+//   Experts     every expert solution passes at every size class of its problem
 //   Adversarial every solutions/adversarial/*.cu gets the verdict its header names, and leaves no
 //               process behind
 #include <dirent.h>
+#include <cctype>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -33,7 +35,8 @@ int visible_gpus() {
 
 struct PkbRun {
   int rc = -1;
-  json record;
+  json record;                 // the last record written
+  std::vector<json> records;   // every record written
   std::string out, err;
   double seconds = 0;
 };
@@ -54,7 +57,10 @@ PkbRun pkb(const std::vector<std::string>& args) {
   std::ifstream in(jsonl);
   std::string line, last;
   while (std::getline(in, line))
-    if (!line.empty()) last = line;
+    if (!line.empty()) {
+      last = line;
+      res.records.push_back(json::parse(line));
+    }
   if (!last.empty()) res.record = json::parse(last);
   fs::remove(jsonl);
   std::cout << r.out << std::flush;  // the summary, for the log
@@ -126,6 +132,22 @@ TEST_P(Gpu, SampleOneShotAllReducePasses) {
     auto rd = pkb({"eval", "1", "--solution", std::string(PKB_TEST_SOURCE_DIR) + "/solutions/examples/1_allreduce_oneshot.cu",
                    "--gpus", W(), "--dtype", d, "--size", "tiny", "--trials", "2", "--no-perf"});
     EXPECT_EQ(rd.record.value("status", ""), "ok") << d << ": " << rd.record.value("message", "");
+  }
+}
+
+// Every expert solution at every size class of its problem, checked like an eval (trials and every
+// timed call), in one job per side.
+TEST_P(Gpu, ExpertsPassAtEverySizeClass) {
+  for (auto& e : fs::directory_iterator(fs::path(PKB_TEST_SOURCE_DIR) / "solutions" / "expert")) {
+    std::string name = e.path().filename().string();
+    if (e.path().extension() != ".cu" || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    std::string problem = name.substr(0, name.find('_'));
+    auto r = pkb({"sweep", problem, "--solution", e.path().string(), "--gpus", W(), "--classes", "all", "--trials", "2",
+                  "--iters", "10", "--warmup", "5"});
+    EXPECT_EQ(r.rc, 0) << name << "\n" << r.out << r.err;
+    ASSERT_FALSE(r.records.empty()) << name;
+    for (auto& rec : r.records)
+      EXPECT_EQ(rec.value("status", ""), "ok") << name << " " << rec["config"]["size"] << ": " << rec.value("message", "");
   }
 }
 
