@@ -73,7 +73,10 @@ int execute(const GenerateFlags& f) {
   if (tty) fmt::print(stderr, "\n");
   fmt::print("{}: {}\n", o.run_dir.string(), sum.line());
   if (sum.failed) fmt::print("{} sample(s) failed (see their .json records); run the same command again to retry them\n", sum.failed);
-  fmt::print("evaluate: pkb eval --solutions {}\n", o.run_dir.string());
+  // The evaluation must use the configuration the prompts promised.
+  std::string same = (f.p.gpus > 0 ? fmt::format(" --gpus {}", f.p.gpus) : "") + (f.p.size.empty() ? "" : " --size " + f.p.size) +
+                     (f.p.dtype == "bf16" ? "" : " --dtype " + f.p.dtype);
+  fmt::print("evaluate: pkb eval --solutions {}{}\n", o.run_dir.string(), same);
   return sum.failed ? 1 : 0;
 }
 

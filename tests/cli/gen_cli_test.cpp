@@ -83,7 +83,7 @@ TEST_F(GenCli, GenerateWritesTheRunAndResumes) {
   PkbResult first = pkb(args, dir);
   ASSERT_EQ(first.rc, 0) << first.err;
   EXPECT_NE(first.out.find("4/4 done: 4 ok"), std::string::npos) << first.out;
-  EXPECT_NE(first.out.find("pkb eval --solutions solutions/openai_fake"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("pkb eval --solutions solutions/openai_fake --gpus 2\n"), std::string::npos) << first.out;
   fs::path run = dir / "solutions" / "openai_fake";
   for (auto name : {"1_allreduce_s0", "1_allreduce_s1", "2_allgather_s0", "2_allgather_s1"}) {
     EXPECT_TRUE(fs::exists(run / (std::string(name) + ".cu"))) << name;
