@@ -7,6 +7,7 @@ find_package(CLI11 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 find_package(Threads REQUIRED)
+find_package(CURL REQUIRED)  # LLM endpoints (pkb generate, pkb agent)
 
 find_path(TOMLPP_INCLUDE_DIR toml++/toml.h
   HINTS "${PKB_DEPS_PREFIX}/usr/include" /usr/include /usr/local/include)

@@ -2,7 +2,7 @@
 # One call on a GPU node: build, then the stages asked for (default: all). Key results stay in $OUT
 # (default .gpu-check/): summary.txt, the JSON Lines records, calibration.json, report.html; every
 # log is packed into logs.tgz. A short summary is printed last.
-#   tools/gpu_check.sh [cpu] [smoke] [calibrate] [gputest] [batch] [self] [overhead] [sweeps]
+#   tools/gpu_check.sh [cpu] [smoke] [calibrate] [gputest] [agent] [batch] [self] [overhead] [sweeps]
 #   GPU_TEST_FILTER=...  passes --gtest_filter to the GPU tests
 #   SWEEP_END=1G SWEEP_FACTOR=4 SWEEP_WORLDS="2 4"  shape the results-table sweeps
 set -uo pipefail
@@ -11,7 +11,7 @@ OUT=${OUT:-$PWD/.gpu-check}
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0
 export PKB_CACHE_DIR=${PKB_CACHE_DIR:-$PWD/.pkb-cache}
-STAGES="${*:-cpu smoke calibrate gputest batch self overhead sweeps}"
+STAGES="${*:-cpu smoke calibrate gputest agent batch self overhead sweeps}"
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 PKB=build/bin/pkb
 t0=$(date +%s)
@@ -60,6 +60,12 @@ if has gputest; then
   grep -E '^\[       OK \]|^\[  FAILED  \]' "$LOGS/gpu_test.log" >>"$SUMMARY"
   grep -E 'Failure$' -A4 "$LOGS/gpu_test.log" | head -40 >>"$SUMMARY"
   grep -E '^  [a-z_0-9]+\.cu -> |containment' "$LOGS/gpu_test.log" >>"$SUMMARY"
+fi
+if has agent; then
+  stamp "agent loop against the fake endpoint"
+  build/bin/agent_gpu_test >"$LOGS/agent.log" 2>&1
+  echo "agent test: rc=$? ($(grep -E '^\[  (PASSED|FAILED)' "$LOGS/agent.log" | tr '\n' ' '))" >>"$SUMMARY"
+  grep -E 'Failure$' -A4 "$LOGS/agent.log" | head -20 >>"$SUMMARY"
 fi
 if has batch; then
   stamp "batch: every expert at the default size (W=$GPUS), resumed, reported, compared"

@@ -19,8 +19,9 @@
 namespace pkb::cli {
 
 std::vector<Command> command_table() {
-  return {list_command(),   show_command(),    run_command(),      eval_command(),  sweep_command(),
-          report_command(), compare_command(), calibrate_command(), build_command(), version_command()};
+  return {list_command(),   show_command(),    run_command(),       eval_command(),  sweep_command(),
+          report_command(), compare_command(), calibrate_command(), build_command(), prompt_command(),
+          generate_command(), agent_command(), version_command()};
 }
 
 namespace {

@@ -31,6 +31,9 @@ Command calibrate_command();
 Command sweep_command();
 Command report_command();   // cmd_report.cpp
 Command compare_command();  // cmd_report.cpp
+Command prompt_command();    // cmd_prompt.cpp
+Command generate_command();  // cmd_generate.cpp
+Command agent_command();     // cmd_agent.cpp
 
 /// Directory of the running pkb executable (where pkb-worker lives).
 std::string self_dir();

@@ -1,0 +1,170 @@
+// Gathering a prompt's inputs: the problem folder, the ABI header, example files, the resolved
+// instance and the machine's measured facts, each formatted as plain text for the templates.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "core/strings.hpp"
+#include "prompt/prompt.hpp"
+#include "roofline/roofline.hpp"
+
+namespace pkb {
+
+namespace {
+
+std::string number(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+  return fmt::format("{:g}", v);
+}
+
+std::string dist_text(const Dist& d) {
+  switch (d.kind) {
+    case DistKind::normal: return fmt::format("normal, mean {:g}, std {:g}", d.a, d.b);
+    case DistKind::uniform: return fmt::format("uniform in [{:g}, {:g})", d.a, d.b);
+    case DistKind::grid:
+      return fmt::format("k * {:g} for a random integer k in [{}, {}] (sums of such values are exact in any order)", d.a, d.lo, d.hi);
+    case DistKind::randint: return fmt::format("random integers in [{}, {}]", d.lo, d.hi);
+    case DistKind::zeros: return "zeros";
+    case DistKind::ones: return "ones";
+    case DistKind::arange: return fmt::format("the element index plus {}", d.lo);
+  }
+  return "?";
+}
+
+/// Source text without its final newlines, so that a closing fence follows the last line directly.
+std::string source(const fs::path& path) {
+  std::string s = read_file(path);
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+std::string tensor_text(const TensorPlan& t) {
+  std::string dims;
+  for (size_t i = 0; i < t.shape.size(); ++i) dims += (i ? ", " : "") + std::to_string(t.shape[i]);
+  return fmt::format("{}[{}] ({})", to_string(t.dtype), dims, format_bytes(static_cast<double>(t.bytes())));
+}
+
+/// One bullet per run of consecutive ranks whose tensor `i` has the same shape and dtype.
+std::string tensor_list(const Instance& inst, bool inputs) {
+  const auto& ranks = inst.ranks;
+  const auto& specs = inputs ? inst.spec->inputs : inst.spec->outputs;
+  std::string out;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    auto get = [&](size_t r) -> const TensorPlan& { return inputs ? ranks[r].inputs[i] : ranks[r].outputs[i]; };
+    for (size_t start = 0, r = 1; r <= ranks.size(); ++r) {
+      if (r < ranks.size() && get(r).shape == get(start).shape && get(r).dtype == get(start).dtype) continue;
+      std::string who = start == r - 1 ? fmt::format("rank {}", start) : fmt::format("ranks {}-{}", start, r - 1);
+      out += fmt::format("- [{}] `{}` on {}: {}", i, specs[i].name, who, tensor_text(get(start)));
+      if (inputs) out += "; values: " + dist_text(get(start).dist);
+      if (!specs[i].doc.empty()) out += " — " + specs[i].doc;
+      out += "\n";
+      start = r;
+    }
+  }
+  return out;
+}
+
+std::string rate(double v, const char* unit) { return v > 0 ? fmt::format("{:.0f} {}", v, unit) : "not measured"; }
+std::string latency(double us) { return us > 0 ? fmt::format("{:.1f} us", us) : "not measured"; }
+
+}  // namespace
+
+std::string shapes_text(const Instance& inst) {
+  std::string vars;
+  for (auto& [k, v] : inst.vars)
+    if (k != "e") vars += (vars.empty() ? "" : ", ") + k + " = " + number(v);
+  std::string out = fmt::format("Parameters: {} (ctx->param(ctx, \"M\", 0) reads them).\n\n", vars);
+  out += "Inputs of pkb_run, in this order (read-only):\n" + tensor_list(inst, true);
+  out += "\nOutputs of pkb_run, in this order (preallocated):\n" + tensor_list(inst, false);
+  const auto& groups = inst.spec->groups;
+  if (!groups.empty()) {
+    out += "\nSub-groups (ctx->find_group(ctx, name); ranks with the same colour form one group):\n";
+    for (size_t g = 0; g < groups.size(); ++g) {
+      out += "- `" + groups[g].name + "`:";
+      for (auto& rp : inst.ranks) out += fmt::format(" rank {} -> colour {};", rp.rank, rp.groups[g].color);
+      out.back() = '\n';
+    }
+  }
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+std::string traffic_text(const Instance& inst) {
+  std::optional<Work> w = instance_work(inst);
+  if (!w) return "No roofline model is given for this problem.";
+  return fmt::format(
+      "Minimum work of the busiest rank per call (the problem's roofline model): {} over its NVLink links "
+      "(one direction), {} through HBM, {}.",
+      format_bytes(w->link_bytes), format_bytes(w->hbm_bytes),
+      w->flops > 0 ? number(w->flops) + " floating-point operations" : "no floating-point arithmetic");
+}
+
+TemplateVars hardware_vars(const HardwareFacts& h, const Instance& inst) {
+  auto text = [](const std::string& s) { return s.empty() ? std::string("not recorded") : s; };
+  TemplateVars v{{"gpu_name", text(h.gpu_name)},          {"gpu_count", std::to_string(h.gpu_count)},
+                 {"driver", text(h.driver)},               {"nccl", text(h.nccl)},
+                 {"topology", text(h.topology)},           {"measured_at", text(h.measured_at)},
+                 {"link_store", rate(h.link_store_gbps, "GB/s")}, {"link_load", rate(h.link_load_gbps, "GB/s")},
+                 {"link_ce", rate(h.link_ce_gbps, "GB/s")},        {"ring", rate(h.ring_gbps, "GB/s")},
+                 {"all_to_all", rate(h.all_to_all_gbps, "GB/s")},  {"hbm", rate(h.hbm_gbps, "GB/s")},
+                 {"gemm_bf16", rate(h.gemm_bf16_tflops, "TFLOP/s")}, {"gemm_fp32", rate(h.gemm_fp32_tflops, "TFLOP/s")},
+                 {"launch", latency(h.launch_us)},         {"flag_rtt", latency(h.flag_rtt_us)},
+                 {"nccl_allreduce_8k", latency(h.nccl_allreduce_8k_us)},
+                 {"floor", ""}};
+  std::optional<Work> w = instance_work(inst);
+  if (!w) return v;
+  // The same floor `pkb eval` reports (roofline/roofline.hpp), from the measured rates only.
+  Roofline r = compute_roofline(*w, h, h, inst.dtype, 0, "calibrated");
+  if (r.floor_us <= 0) return v;
+  std::string parts;
+  for (auto [what, us] : {std::pair{"NVLink bytes / link rate", r.link_us}, {"FLOPs / GEMM rate", r.flop_us},
+                          {"HBM bytes / HBM rate", r.hbm_us}, {"one kernel launch", r.launch_us}})
+    if (us >= 0.05) parts += fmt::format("{}{} {:.1f} us", parts.empty() ? "" : ", ", what, us);
+  v["floor"] = fmt::format("At these rates this configuration cannot run faster than about {:.1f} us per call "
+                           "({}-bound: {}).", r.floor_us, r.bound, parts);
+  return v;
+}
+
+PromptInputs gather_prompt_inputs(const PromptTemplates& t, const Spec& spec, const PromptRequest& req) {
+  auto dtype = parse_dtype(req.dtype);
+  if (!dtype) fail(Errc::invalid_argument, "unknown dtype '" + req.dtype + "'");
+  std::string dtype_name(to_string(*dtype));  // "bfloat16" -> "bf16": the precision sections' names
+  Instance inst = resolve(spec, req.world, {req.size, {}}, *dtype);
+  const BackendTemplates& backend = t.backend(req.backend);
+  t.precision(dtype_name);  // fail early, before reading files
+  PromptInputs in;
+  in.backend = req.backend;
+  std::string rel_dir = "problems/" + spec.stem;
+  in.problem = {{"problem_stem", spec.stem},
+                {"problem_name", spec.name},
+                {"problem_id", std::to_string(spec.id)},
+                {"problem_summary", spec.summary},
+                {"problem_pattern", spec.pattern},
+                {"problem_parallelism", spec.parallelism},
+                {"problem_origin", spec.origin},
+                {"baseline_path", rel_dir + "/reference.cu"},
+                {"baseline_source", source(spec.reference_path())},
+                {"abi_header", source(req.home / "include" / "pkb" / "solution.h")},
+                {"world", std::to_string(req.world)},
+                {"size_name", inst.size_name},
+                {"dtype", dtype_name},
+                {"atol", fmt::format("{:g}", inst.tolerance.atol)},
+                {"rtol", fmt::format("{:g}", inst.tolerance.rtol)},
+                {"shapes", shapes_text(inst)},
+                {"traffic", traffic_text(inst)}};
+  std::error_code ec;
+  if (fs::exists(spec.dir / "README.md", ec)) in.readme = read_file(spec.dir / "README.md");
+  for (const ExampleRef& e : backend.examples) {
+    if (e.problem == spec.stem) continue;  // never show a problem its own solution
+    fs::path base = spec.dir.parent_path() / e.problem / "reference.cu";
+    if (!fs::exists(base, ec)) base = req.home / "problems" / e.problem / "reference.cu";
+    in.examples.push_back({e.label, e.problem, "problems/" + e.problem + "/reference.cu", source(base), e.solution,
+                           source(req.home / e.solution)});
+  }
+  if (req.hardware) in.hardware = hardware_vars(*req.hardware, inst);
+  return in;
+}
+
+}  // namespace pkb
