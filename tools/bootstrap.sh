@@ -15,7 +15,8 @@ missing() {
     [ -f "/usr/include/$h" ] || [ -f ".deps/root/usr/include/$h" ] || out="$out $h"
   done
   # libcurl's headers sit in a multiarch folder on Debian/Ubuntu (/usr/include/<triplet>/curl).
-  ls /usr/include/curl/curl.h /usr/include/*/curl/curl.h 2>/dev/null | grep -q . || out="$out curl/curl.h"
+  # (ls fails when one of the two patterns matches nothing; pipefail must not count that.)
+  { ls /usr/include/curl/curl.h /usr/include/*/curl/curl.h 2>/dev/null || true; } | grep -q . || out="$out curl/curl.h"
   command -v cmake >/dev/null || out="$out cmake"
   command -v ninja >/dev/null || out="$out ninja"
   echo "$out"
