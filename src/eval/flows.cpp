@@ -316,7 +316,6 @@ EvalRecord run_eval(const EvalOptions& opts) {
   JobResult cand = run_side(opts, p, make_plans(p, {main_step(opts, p, opts.perf)}, cand_so, "candidate", dump), "candidate");
   rec.candidate.job_wall_s = cand.wall_s;
   rec.candidate.teardown_clean = cand.teardown_clean;
-  note_containment(cand, rec, "candidate");
   for (auto* s : {&rec.baseline, &rec.candidate})
     if (!s->teardown_clean) rec.warnings.push_back(s->label + ": teardown did not finish cleanly (killed after its results were in)");
   if (dump) dump_artifacts(opts.dump_dir, p, p.inst, p.seed, base.steps.at(0), "baseline");
@@ -335,6 +334,7 @@ EvalRecord run_eval(const EvalOptions& opts) {
     finish_record(opts, rec, t0);
     return rec;
   }
+  note_containment(cand, rec, "candidate");
   check_sanity(p.inst, cs, rec);
   check_trials(p.inst, bs, cs, rec);
   if (opts.perf) {
