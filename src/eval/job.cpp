@@ -34,6 +34,8 @@ struct RankState {
   std::string phase = "start";
   int step = 0;
   Clock::time_point phase_start;
+  Clock::time_point last_idle;    // last time the channel was seen empty (nothing sent before it was read)
+  Clock::time_point phase_idle;   // last_idle when the current phase was announced
   std::optional<ExitInfo> exit;
   Clock::time_point exit_seen;
 };
@@ -65,7 +67,7 @@ class JobRunner {
         res_.steps.push_back(std::move(sr));
       }
     for (int r = 0; r < W; ++r) {
-      ranks_[r].phase_start = Clock::now();
+      ranks_[r].phase_start = ranks_[r].last_idle = ranks_[r].phase_idle = Clock::now();
       try {
         send_message(job_->channel(r), {MsgKind::plan, json(cfg_.plans[r]), {}});
       } catch (const Error& e) {
@@ -97,14 +99,16 @@ class JobRunner {
         s.phase = m.body.value("phase", std::string("?"));
         s.step = m.body.value("step", 0);
         s.phase_start = Clock::now();
+        s.phase_idle = s.last_idle;
         report_progress();
         break;
       }
       case MsgKind::trial: store_trial(r, std::move(m)); break;
       case MsgKind::timing: {
         StepResult& sr = step_of(m.body);
-        // The driver's own clock around the timed phase: the worker cannot report past it.
-        m.body["driver_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - s.phase_start).count();
+        // The driver's own clock around the timed phase, an upper bound the worker cannot move: the
+        // phase was announced after the channel was last seen empty, the result arrived by now.
+        m.body["driver_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - s.phase_idle).count();
         auto& into = m.body.value("mode", std::string("eager")) == "graph" ? sr.graph : sr.timing;
         if (into.empty()) into.resize(ranks_.size());
         into[r] = {std::move(m.body), std::move(m.blob)};
@@ -175,10 +179,14 @@ class JobRunner {
       usleep(2000);
       return;
     }
+    auto before = Clock::now();
     int n = poll(pfds.data(), pfds.size(), 20);
-    if (n <= 0) return;
+    if (n < 0) return;
     for (size_t i = 0; i < pfds.size(); ++i) {
-      if (!(pfds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      if (!(pfds[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+        ranks_[who[i]].last_idle = before;  // nothing was queued when poll began
+        continue;
+      }
       int r = who[i];
       char buf[1 << 16];
       ssize_t got = read(pfds[i].fd, buf, sizeof buf);
