@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -200,8 +201,9 @@ SideTiming summarize_timing(const StepResult& job, EvalRecord& rec, const std::s
                   "timer readings inconsistent: calls sum to %.3f ms, GPU span %.3f ms, worker wall clock %.3f ms, driver "
                   "clock %.3f ms",
                   sum_ms, span, host, driver);
-    if (b.value("l2_resets", 0) > 0)
-      rec.warnings.push_back(label + ": the solution set a persisting-L2 limit; it was reset before every timed call");
+    std::string l2 = label + ": the solution set a persisting-L2 limit; it was reset before every timed call";
+    if (b.value("l2_resets", 0) > 0 && std::find(rec.warnings.begin(), rec.warnings.end(), l2) == rec.warnings.end())
+      rec.warnings.push_back(l2);
     rec.add_check(plausible, label + " timing rank " + std::to_string(r), plausible ? "" : buf, nullptr, Status::flagged);
     per_rank.push_back(std::move(us));
   }
