@@ -1,6 +1,8 @@
 // `pkb run` and `pkb eval`: the flags they share are declared once, here.
 #include <fmt/format.h>
 
+#include <sstream>
+
 #include "cli/cmd_batch.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
@@ -20,6 +22,7 @@ struct SharedFlags {
   int compile_timeout = 300;
   std::string seed;
   BatchFlags batch;  // eval only: --solutions DIR
+  std::string mpirun = "mpirun";
 };
 
 void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
@@ -53,6 +56,12 @@ void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
   if (!is_eval) sub.add_flag("--oracle", f.opts.oracle, "Compare outputs with the problem's CPU double-precision oracle");
   sub.add_option("--arch", f.arch, "nvcc -arch for solutions")->envname("PKB_ARCH");
   sub.add_option("--compile-timeout", f.compile_timeout, "Seconds before nvcc is stopped");
+  sub.add_option("--launcher", f.opts.launcher, "local (fork/exec, default) or mpi (mpirun/srun; see docs/multi-node.md)")
+      ->envname("PKB_LAUNCHER");
+  sub.add_option("--mpirun", f.mpirun, "With --launcher mpi: the launcher command and its flags, e.g. \"mpirun --hostfile h\"")
+      ->envname("PKB_MPIRUN");
+  sub.add_option("--bind", f.opts.mpi.bind_address, "With --launcher mpi: address the driver listens on (0.0.0.0: all)");
+  sub.add_option("--advertise", f.opts.mpi.advertise_host, "With --launcher mpi: the address workers dial back");
   sub.add_option("--seed", f.seed, "Reproduce a recorded run's inputs (hex seed from its record); default: fresh and secret");
   sub.add_option("--problems-dir", f.opts.problems_dir, "Problem folders (default: <pkb>/problems)")->envname("PKB_PROBLEMS_DIR");
   sub.add_flag("--quiet,-q", f.quiet, "No progress line");
@@ -87,6 +96,12 @@ int execute(SharedFlags& f, bool is_eval, int argc_hint) {
     } catch (const std::exception&) {
       throw Error(Errc::invalid_argument, "--seed expects a hex number");
     }
+  }
+  o.mpi.command.clear();
+  {
+    std::istringstream words(f.mpirun);
+    for (std::string w; words >> w;) o.mpi.command.push_back(w);
+    if (o.mpi.command.empty()) throw Error(Errc::invalid_argument, "--mpirun is empty");
   }
   o.compile.arch = f.arch;
   o.compile.timeout = std::chrono::seconds(f.compile_timeout);

@@ -11,6 +11,7 @@
 
 #include "build/compiler.hpp"
 #include "eval/job.hpp"
+#include "launch/launcher.hpp"
 #include "report/record.hpp"
 
 namespace pkb {
@@ -37,6 +38,8 @@ struct EvalOptions {
   std::string worker_exe;  // pkb-worker
   std::optional<uint64_t> seed;  // for reproducing a run; secret and fresh by default
   std::string label;             // the record's label (solution set / run name)
+  std::string launcher = "local";  // "local" (fork/exec) or "mpi" (mpirun/srun; workers join over TCP)
+  MpiOptions mpi;                  // with launcher "mpi"
 };
 
 /// Throws Error(invalid_argument / not_found) for bad input before anything is started;

@@ -49,6 +49,8 @@ Prepared prepare(const EvalOptions& opts) {
   if (opts.iters < 1 && opts.perf) fail(Errc::invalid_argument, "--iters must be at least 1");
   if (opts.warmup < 0) fail(Errc::invalid_argument, "--warmup cannot be negative");
   if (opts.timeout_s <= 0) fail(Errc::invalid_argument, "--timeout must be positive");
+  if (opts.launcher != "local" && opts.launcher != "mpi")
+    fail(Errc::invalid_argument, "--launcher is local or mpi, not '" + opts.launcher + "'");
   p.sys = probe_system();
   if (p.sys.gpu_count == 0)
     fail(Errc::invalid_argument, "no GPU is visible (" + p.sys.error + "); pkb run/eval need 2 or more NVLink GPUs");
@@ -192,7 +194,14 @@ std::vector<WorkerPlan> make_plans(const Prepared& p, const std::vector<Step>& s
 }
 
 JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<WorkerPlan> plans, const std::string& label) {
-  LocalLauncher launcher;
+  std::unique_ptr<Launcher> chosen;
+  if (opts.launcher == "mpi") {
+    chosen = std::make_unique<MpiLauncher>(opts.mpi);
+    for (auto& w : plans) w.device = -1;  // each worker takes the GPU of its launcher-given local rank
+  } else {
+    chosen = std::make_unique<LocalLauncher>();
+  }
+  Launcher& launcher = *chosen;
   JobConfig cfg;
   cfg.plans = std::move(plans);
   cfg.launch.world = p.inst.world;

@@ -126,7 +126,8 @@ class JobRunner {
         break;
       }
       case MsgKind::done: s.done = true; break;
-      case MsgKind::plan: throw Error(Errc::protocol_error, "a worker sent a plan message");
+      case MsgKind::plan:
+      case MsgKind::join: throw Error(Errc::protocol_error, "a worker sent an unexpected " + std::string(to_string(m.kind)) + " message");
     }
   }
 
@@ -218,6 +219,11 @@ class JobRunner {
       }
       // Wait for the channel's end (all messages read) unless a leftover child keeps it open.
       bool drained = s.eof || now - s.exit_seen > std::chrono::milliseconds(200);
+      if (!job_->exits_per_rank() && s.eof && !s.done && !s.errored && !s.counted_exit) {
+        s.counted_exit = true;  // a launcher hides the rank's process: its channel closing is the evidence
+        note({Cause::crash, Status::crash, r, s.phase,
+              "rank " + std::to_string(r) + " disconnected during " + s.phase + " without a report (the launcher's log has its exit)", now});
+      }
       if (s.exit && drained && !s.done && !s.errored && !s.counted_exit) {
         s.counted_exit = true;
         std::string how = s.exit->exited ? "exited with code " + std::to_string(s.exit->code) : "was killed by " + s.exit->describe();

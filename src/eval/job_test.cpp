@@ -41,7 +41,7 @@ class JobTest : public ::testing::Test {
     return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
   }
 
-  JobResult run(const std::string& mode, int world = 3, bool timing = true, int steps = 1) {
+  JobResult run(const std::string& mode, int world = 3, bool timing = true, int steps = 1, bool mpi = false) {
     JobConfig cfg;
     cfg.launch.world = world;
     cfg.launch.worker_argv = {PKB_FAKE_WORKER};
@@ -64,6 +64,13 @@ class JobTest : public ::testing::Test {
         p.steps.push_back(st);
       }
       cfg.plans.push_back(p);
+    }
+    if (mpi) {
+      MpiOptions mo;
+      mo.command = {PKB_FAKE_MPIRUN};
+      mo.connect_timeout = std::chrono::seconds(20);
+      MpiLauncher l(mo);
+      return run_job(l, cfg);
     }
     LocalLauncher l;
     return run_job(l, cfg);
@@ -148,6 +155,25 @@ TEST_F(JobTest, HangInTeardownIsNotChargedButKilled) {
   EXPECT_EQ(r.status, Status::ok) << r.message;
   EXPECT_FALSE(r.teardown_clean);
   for (pid_t p : pids()) EXPECT_FALSE(alive(p));
+}
+
+// The same job through a launcher (a stand-in for mpirun): workers join over TCP with the secret.
+TEST_F(JobTest, MpiLaunchedJobDeliversEverything) {
+  auto r = run("ok", 3, true, 2, true);
+  EXPECT_EQ(r.status, Status::ok) << r.message;
+  ASSERT_EQ(r.steps.size(), 2u);
+  EXPECT_EQ(r.steps[1].trials[1][2].outputs[0].size(), 128u);
+  ASSERT_EQ(r.steps[0].timing.size(), 3u);
+  EXPECT_EQ(r.containment, "launcher process group");
+  for (pid_t p : pids()) EXPECT_FALSE(alive(p));
+}
+
+TEST_F(JobTest, MpiLaunchedCrashAndHangEndTheJob) {
+  auto c = run("crash:1:trial 0", 2, false, 1, true);
+  EXPECT_EQ(c.status, Status::crash) << c.message;
+  auto h = run("hang:0:trial 1", 2, false, 1, true);
+  EXPECT_EQ(h.status, Status::timeout) << h.message;
+  for (pid_t p : pids()) EXPECT_FALSE(alive(p)) << p;
 }
 
 TEST_F(JobTest, MissingWorkerBinaryIsAnError) {

@@ -4,6 +4,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -42,6 +43,9 @@ class Job {
   virtual bool wait_all(Clock::time_point deadline) = 0;
   /// Path of rank r's log file.
   virtual std::filesystem::path log_path(int rank) const = 0;
+  /// Whether poll_exit sees each rank's own process (false: only the launcher's, so a rank whose
+  /// channel closes without a word is taken as crashed).
+  virtual bool exits_per_rank() const { return true; }
   /// How the job is contained: "cgroup2", "cgroup1" or "process-group".
   virtual std::string containment() const = 0;
   /// Processes of the job other than its workers that are still running (call after the workers
@@ -60,6 +64,25 @@ class Launcher {
 class LocalLauncher : public Launcher {
  public:
   std::unique_ptr<Job> launch(const LaunchRequest& req) override;
+};
+
+/// mpirun/srun: workers started by a job launcher (possibly on several hosts) connect back to the
+/// driver over TCP and prove they belong to this job with a per-job secret. Ranks and local ranks
+/// (the GPU each worker takes) come from the launcher's environment (launch/launch_env.hpp).
+struct MpiOptions {
+  std::vector<std::string> command = {"mpirun"};  // the launcher and its own flags (--hostfile, ...)
+  std::string bind_address = "127.0.0.1";          // where the driver listens ("0.0.0.0" for several hosts)
+  std::string advertise_host;                      // the address workers dial (default: bind address, or hostname)
+  std::chrono::milliseconds connect_timeout{60000};
+};
+
+class MpiLauncher : public Launcher {
+ public:
+  explicit MpiLauncher(MpiOptions o) : opts_(std::move(o)) {}
+  std::unique_ptr<Job> launch(const LaunchRequest& req) override;
+
+ private:
+  MpiOptions opts_;
 };
 
 /// The environment every worker gets, whatever the launcher (multicast stays off).

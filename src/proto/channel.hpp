@@ -21,6 +21,7 @@ enum class MsgKind : uint32_t {
   timing,     // worker -> driver: timed iterations (blob: sampled output values)
   error,      // worker -> driver: a failure with status and message; the worker exits after it
   done,       // worker -> driver: all work finished, teardown follows
+  join,       // worker -> driver, over TCP only: the job's secret and the worker's rank, first
 };
 
 std::string_view to_string(MsgKind k);

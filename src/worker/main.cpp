@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "launch/launch_env.hpp"
 #include "proto/channel.hpp"
 #include "worker/session.hpp"
 
@@ -16,6 +17,7 @@ namespace {
 
 struct Args {
   int fd = -1, rank = -1, world = -1;
+  std::string connect, secret;  // started by a job launcher (mpirun/srun): join the driver over TCP
 };
 
 Args parse(int argc, char** argv) {
@@ -26,6 +28,8 @@ Args parse(int argc, char** argv) {
     if (k == "--control-fd") a.fd = v;
     else if (k == "--rank") a.rank = v;
     else if (k == "--world") a.world = v;
+    else if (k == "--connect") a.connect = argv[i + 1];
+    else if (k == "--secret") a.secret = argv[i + 1];
   }
   return a;
 }
@@ -44,6 +48,19 @@ void report(int fd, pkb::Status status, const std::string& phase, const std::str
 
 int main(int argc, char** argv) {
   Args a = parse(argc, argv);
+  int local_rank = -1;
+  if (!a.connect.empty()) {
+    try {
+      auto env = pkb::launch_env();
+      if (!env) throw pkb::Error(pkb::Errc::invalid_argument, "no OpenMPI/PMI/Slurm rank in the environment");
+      a.rank = env->rank;
+      local_rank = env->local_rank;
+      a.fd = pkb::join_job(a.connect, a.secret, *env);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "pkb-worker: cannot join the driver at %s: %s\n", a.connect.c_str(), e.what());
+      return 3;
+    }
+  }
   if (a.fd < 0 || a.rank < 0 || a.world < 1) {
     std::fprintf(stderr, "pkb-worker is started by pkb (pkb run / pkb eval), not by hand\n");
     return 2;
@@ -63,6 +80,7 @@ int main(int argc, char** argv) {
   pkb::WorkerPlan plan;
   try {
     plan = m->body.get<pkb::WorkerPlan>();
+    if (plan.device < 0) plan.device = local_rank >= 0 ? local_rank : plan.rank;  // the launcher's local rank
   } catch (const std::exception& e) {
     report(a.fd, pkb::Status::harness_error, "start", std::string("malformed plan: ") + e.what());
     return 3;

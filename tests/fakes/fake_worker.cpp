@@ -21,6 +21,7 @@
 #include "core/digest.hpp"
 #include "core/dtype.hpp"
 #include "core/philox.hpp"
+#include "launch/launch_env.hpp"
 #include "proto/channel.hpp"
 #include "proto/plan.hpp"
 
@@ -62,10 +63,19 @@ void note_pid() {
 
 int main(int argc, char** argv) {
   int fd = -1, rank = -1;
+  std::string connect, secret;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k == "--control-fd") fd = std::atoi(argv[i + 1]);
     if (k == "--rank") rank = std::atoi(argv[i + 1]);
+    if (k == "--connect") connect = argv[i + 1];
+    if (k == "--secret") secret = argv[i + 1];
+  }
+  if (!connect.empty()) {  // started by a job launcher: rank from its environment, channel over TCP
+    auto env = pkb::launch_env();
+    if (!env) return 3;
+    rank = env->rank;
+    fd = pkb::join_job(connect, secret, *env);
   }
   note_pid();
   Mode mode = parse_mode();

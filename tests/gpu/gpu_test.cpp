@@ -152,6 +152,19 @@ TEST_P(Gpu, ExpertsPassAtEverySizeClass) {
   }
 }
 
+// The same evaluations through mpirun (workers join the driver over TCP): same verdicts, bitwise
+// the same outputs as the baseline. Skipped where OpenMPI's mpirun is not installed.
+TEST_P(Gpu, MpiLauncherGivesTheSameVerdicts) {
+  if (!find_program("mpirun")) GTEST_SKIP() << "mpirun not installed";
+  for (auto& stem : problem_stems()) {
+    auto r = pkb({"eval", stem, "--solution", "reference", "--gpus", W(), "--launcher", "mpi", "--size", "small", "--trials", "2",
+                  "--iters", "20", "--warmup", "10"});
+    EXPECT_EQ(r.record.value("status", ""), "ok") << stem << ": " << r.record.value("message", "") << "\n" << r.err;
+    EXPECT_TRUE(r.record["bitwise_identical"].is_boolean() && r.record["bitwise_identical"].get<bool>()) << stem;
+  }
+  EXPECT_TRUE(leftover_workers().empty());
+}
+
 INSTANTIATE_TEST_SUITE_P(World, Gpu, ::testing::Values(2, 4), [](const auto& info) { return "W" + std::to_string(info.param); });
 
 struct Case {
