@@ -2,7 +2,7 @@
 # One call on a GPU node: build, then the stages asked for (default: all). Key results stay in $OUT
 # (default .gpu-check/): summary.txt, the JSON Lines records, calibration.json, report.html; every
 # log is packed into logs.tgz. A short summary is printed last.
-#   tools/gpu_check.sh [cpu] [smoke] [calibrate] [gputest] [agent] [batch] [self] [overhead] [sweeps]
+#   tools/gpu_check.sh [cpu] [smoke] [calibrate] [gputest] [agent] [batch] [self] [overhead] [sweeps] [mpi]
 #   GPU_TEST_FILTER=...  passes --gtest_filter to the GPU tests
 #   SWEEP_END=1G SWEEP_FACTOR=4 SWEEP_WORLDS="2 4"  shape the results-table sweeps
 set -uo pipefail
@@ -107,6 +107,11 @@ if has sweeps; then
       echo "sweep $p W=$w: rc=$?" >>"$SUMMARY"
     done
   done
+fi
+if has mpi; then
+  stamp "mpirun launcher against the local one"
+  OUT="$LOGS" tools/bench_mpi_vs_local.sh >"$LOGS/mpi_vs_local.log" 2>&1
+  cat "$LOGS/mpi_vs_local.log" >>"$SUMMARY"
 fi
 stamp "done"
 echo
