@@ -67,8 +67,7 @@ void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
   sub.add_flag("--quiet,-q", f.quiet, "No progress line");
 }
 
-int execute(SharedFlags& f, bool is_eval, int argc_hint) {
-  (void)argc_hint;
+int execute(SharedFlags& f, bool is_eval) {
   EvalOptions o = f.opts;
   o.argv = invocation();
   if (f.m) o.size_overrides.emplace_back("M", *f.m);
@@ -121,7 +120,7 @@ Command make(bool is_eval) {
             auto f = std::make_shared<SharedFlags>();
             if (!is_eval) f->opts.trials = 1;
             declare(sub, *f, is_eval);
-            return std::function<int()>([f, is_eval] { return execute(*f, is_eval, 0); });
+            return std::function<int()>([f, is_eval] { return execute(*f, is_eval); });
           }};
 }
 

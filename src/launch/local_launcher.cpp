@@ -52,15 +52,7 @@ class LocalJob : public Job {
 
   std::vector<pid_t> leftovers() override {
     if (cgroup_) return cgroup_->members();
-    std::vector<pid_t> out;  // without a cgroup: whatever is still in the job's process group
-    std::error_code ec;
-    for (auto& e : std::filesystem::directory_iterator("/proc", ec)) {
-      std::string name = e.path().filename().string();
-      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-      pid_t pid = std::stoi(name);
-      if (pgid_ > 0 && getpgid(pid) == pgid_) out.push_back(pid);
-    }
-    return out;
+    return processes_in_group(pgid_);  // without a cgroup: whatever is still in the job's process group
   }
 
   int world() const override { return static_cast<int>(pids_.size()); }

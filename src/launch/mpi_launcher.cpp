@@ -69,17 +69,7 @@ class MpiJob : public Job {
     if (!exit_) exit_ = reap_until(pid_, deadline);
     return exit_.has_value();
   }
-  std::vector<pid_t> leftovers() override {
-    std::vector<pid_t> out;
-    std::error_code ec;
-    for (auto& e : std::filesystem::directory_iterator("/proc", ec)) {
-      std::string name = e.path().filename().string();
-      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-      pid_t p = std::stoi(name);
-      if (pid_ > 0 && getpgid(p) == pid_) out.push_back(p);
-    }
-    return out;
-  }
+  std::vector<pid_t> leftovers() override { return processes_in_group(pid_); }
 
   void start(const LaunchRequest& req, const MpiOptions& o) {
     int port = 0;

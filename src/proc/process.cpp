@@ -196,6 +196,19 @@ void kill_group(pid_t pgid, int sig) {
   if (pgid > 0) ::kill(-pgid, sig);
 }
 
+std::vector<pid_t> processes_in_group(pid_t pgid) {
+  std::vector<pid_t> out;
+  if (pgid <= 0) return out;
+  std::error_code ec;
+  for (auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (getpgid(pid) == pgid) out.push_back(pid);
+  }
+  return out;
+}
+
 CommandResult run_command(const SpawnOptions& in, std::chrono::milliseconds timeout, size_t max_output) {
   SpawnOptions opts = in;
   opts.capture_output = true;

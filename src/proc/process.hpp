@@ -61,6 +61,9 @@ std::optional<ExitInfo> reap_until(pid_t pid, Clock::time_point deadline);
 /// SIGKILL to a whole process group (ignores a group that is already gone).
 void kill_group(pid_t pgid, int sig = 9);
 
+/// Processes currently in process group `pgid` (read from /proc).
+std::vector<pid_t> processes_in_group(pid_t pgid);
+
 struct CommandResult {
   ExitInfo exit;
   bool timed_out = false;
