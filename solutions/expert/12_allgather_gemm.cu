@@ -15,7 +15,7 @@
 //              side stream, at most 48 CTAs so that the GEMM keeps most SMs) runs while cuBLAS
 //              computes chunk i-1 on ctx->stream; GEMM i waits for push i through an event. Only the
 //              first chunk's transfer is exposed. C from a time model (GEMM ~600 TFLOP/s, link ~300
-//              GB/s, ~4 us per extra stage), chunks of >= 256 rows.
+//              GB/s, ~4 us per extra stage), chunks of >= 256 rows; PKBX_STAGES=<C> overrides it.
 //   NCCL       K/W x e not a multiple of 16 bytes, or no load/store peers: ncclAllGather, a
 //              concatenation kernel, cuBLAS.
 // Buffer reuse: A_global is double-buffered by call parity. Peers store into half k % 2 in call k

@@ -19,7 +19,8 @@
 //                  on a high-priority side stream; chosen when a time model (GEMM at ~600 TFLOP/s,
 //                  link at ~300 GB/s, ~4 us per extra stage) says the overlap pays: at PKB's default
 //                  shapes the all-reduce dominates and one stage (two launches) wins; with large K the
-//                  GEMM dominates and up to 8 stages hide the reduction behind it.
+//                  GEMM dominates and up to 8 stages hide the reduction behind it. PKBX_STAGES=<C>
+//                  overrides the model.
 //   NCCL           N x e not a multiple of 16 bytes, or no load/store peers: cuBLAS + ncclAllReduce.
 // Buffer reuse: the partials (and published slices) are double-buffered by call parity; a rank
 // writes half k % 2 in call k only after its call k-1 reductions met every peer's call k-1

@@ -17,7 +17,8 @@
 //              remote stores, no barrier), while ctx->stream computes the next block. After the
 //              own block, one kernel meets every peer and sums the W slots (own block read
 //              locally). Every push but the first overlaps a GEMM; the time model (GEMM ~600
-//              TFLOP/s, link ~300 GB/s, ~4 us per extra stage) picks it when that pays.
+//              TFLOP/s, link ~300 GB/s, ~4 us per extra stage) picks it when that pays
+//              (PKBX_STAGES=1 forces the pull variant, >1 this one).
 //   NCCL       N x e not a multiple of 16 bytes, M not divisible by W, or no load/store peers:
 //              cuBLAS + ncclReduceScatter.
 // Buffer reuse: whatever peers read or write (the pull variant's products, the landing zones) is
@@ -89,6 +90,7 @@ struct GemmRs {
         const double S = static_cast<double>(M) * N * e;
         const double tg = gemm_seconds(M, N, K, ctx->dtype), tc = (W - 1.0) / W * S / kLinkBytesPerSecond;
         st->pipelined = Mb >= 128 && pipeline_seconds(tg, tc, W) < 0.97 * pipeline_seconds(tg, tc, 1);
+        if (int o = stages_override()) st->pipelined = o > 1;
         st->p_bytes = round_up(static_cast<size_t>(M) * N * e, 256);
         // pull: [P half 0][P half 1]; pipelined: [P][L half 0][L half 1] (L: W slots of Mb x N = M x N)
         st->half = st->p_bytes;

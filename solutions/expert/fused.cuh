@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "expert.cuh"
 
@@ -110,8 +111,17 @@ inline double pipeline_seconds(double tg, double tc, int C) {
   return (tg + tc) / C + std::max(tg, tc) * (C - 1) / C + (C - 1) * kStageSeconds;
 }
 
+/// PKBX_STAGES=<n> in the environment (the same on every rank) overrides the time model's stage
+/// count, for tuning on a machine; unset or 0: the model decides.
+inline int stages_override() {
+  const char* v = std::getenv("PKBX_STAGES");
+  int n = v ? std::atoi(v) : 0;
+  return n < 0 ? 0 : std::min(n, 8);
+}
+
 /// Best stage count in {1, 2, 4, 8} for `rows` rows, each stage at least `min_rows` rows.
 inline int pick_stages(double tg, double tc, long long rows, long long min_rows) {
+  if (int n = stages_override()) return static_cast<int>(std::min<long long>(n, std::max<long long>(1, rows / 64)));
   int best = 1;
   double best_t = pipeline_seconds(tg, tc, 1);
   for (int C = 2; C <= 8; C *= 2) {
