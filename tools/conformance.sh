@@ -74,10 +74,10 @@ mkdir -p "$WORK" || exit 2
 WORK=$(cd "$WORK" && pwd)
 A=$WORK/pkb B=$WORK/pytorch REC=$WORK/run.jsonl CMP=$WORK/compare.txt
 rm -rf "$A" "$B" "$REC" "$CMP"
-S="$PYTHON $ROOT/tools/conformance_summary.py"
+S=("$PYTHON" "$ROOT/tools/conformance_summary.py")
 
 summary() {  # summary [--error TEXT] [...]: the final line; exit status as given by the caller
-  $S line --problem "$PROBLEM" ${SUMMARY:+--jsonl "$SUMMARY"} "$@"
+  "${S[@]}" line --problem "$PROBLEM" ${SUMMARY:+--jsonl "$SUMMARY"} "$@"
 }
 
 # 1. The baseline on fresh inputs, dumped (and timed with --time).
@@ -93,7 +93,7 @@ if [ "$rc" != 0 ] || [ ! -s "$REC" ]; then
   summary --record "$REC" --error "pkb run failed (exit $rc; $WORK/pkb-run.log)"
   exit 1
 fi
-IFS=$'\t' read -r status stem world size dtype atol rtol base_us < <($S info "$REC")
+IFS=$'\t' read -r status stem world size dtype atol rtol base_us < <("${S[@]}" info "$REC")
 if [ ! -f "$ROOT/problems/$stem/torch_adapter.py" ]; then
   summary --record "$REC" --error "problems/$stem has no torch_adapter.py"
   exit 1

@@ -85,6 +85,21 @@ def judge(findings, compare_rc):
     return agree, in_note, out_note, failures
 
 
+def per_rank_output(findings):
+    """"r0:out=yes r1:out=no": per rank and output, whether every trial agreed (a file missing
+    for a rank counts against each of its outputs)."""
+    names = sorted({f["tensor"][len("output."):] for f in findings if f["tensor"].startswith("output.")})
+    ranks = sorted({f["rank"] for f in findings})
+    ok = {(r, n): True for r in ranks for n in names}
+    for f in findings:
+        if f["kind"] == "agree":
+            continue
+        hit = [n for n in names if f["tensor"] in ("", "output." + n)]
+        for n in hit:
+            ok[(f["rank"], n)] = False
+    return " ".join(f"r{r}:{n}={'yes' if ok[(r, n)] else 'no'}" for r in ranks for n in names)
+
+
 def describe_failures(failures, limit=4):
     parts = [f"rank {f['rank']} trial {f['trial']} {f['tensor'] or '(file)'} {f['kind']}"
              + (f": {f['detail']}" if f["detail"] and f["kind"] != "agree" else "") for f in failures[:limit]]
@@ -115,6 +130,7 @@ def cmd_line(a):
             findings = parse_compare(fh.read())
         agree, s["inputs"], s["outputs"], failures = judge(findings, a.compare_rc)
         s["agree"] = agree
+        s["per_rank_output"] = per_rank_output(findings)
         s["failures"] = describe_failures(failures)
     if a.timing:
         try:
@@ -127,7 +143,7 @@ def cmd_line(a):
     ratio = "-" if s["ratio"] is None else f"{s['ratio']:.2f}"
     line = (f"{s['problem']}  W={s['world'] or '?'}  size={s['size'] or '?'}  {s['dtype'] or '?'}  agree={s['agree']}"
             f"  pkb baseline {fmt_ms(s['pkb_ms'])} ms  PyTorch {fmt_ms(s['torch_ms'])} ms  baseline/PyTorch {ratio}")
-    detail = "; ".join(x for x in (s["inputs"], s["outputs"], s["failures"], s["error"]) if x)
+    detail = "; ".join(x for x in (s.get("per_rank_output"), s["inputs"], s["outputs"], s["failures"], s["error"]) if x)
     print(line + (f"  ({detail})" if detail else ""))
     if a.jsonl:
         with open(a.jsonl, "a") as fh:

@@ -211,6 +211,7 @@ class WithPkb(unittest.TestCase):
         self.assertIn("1_allreduce  W=2  size=tiny  bf16  agree=no  pkb baseline 0.0300 ms  PyTorch 0.0400 ms  "
                       "baseline/PyTorch 0.75", line)
         self.assertIn("rank 1 trial 1 output.out DIFFER", line)
+        self.assertIn("(r0:out=no r1:out=no;", line)  # rank 0 lacks a file, rank 1 differs
         rc, info = run([sys.executable, os.path.join(TOOLS, "conformance_summary.py"), "info", rec])
         self.assertEqual(info.strip().split("\t"), ["ok", "1_allreduce", "2", "tiny", "bf16", "0.01", "0.02", "30.0"])
         rc, table = run([sys.executable, os.path.join(TOOLS, "conformance_summary.py"), "table", jsonl])
@@ -242,6 +243,118 @@ class Scripts(unittest.TestCase):
                             "problems/1_allreduce", "--dump", "d", "--out", "o"], capture_output=True, text=True, env=e)
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("launch with `torchrun", p.stderr)
+
+
+FAKE_PKB = r"""
+import json, os, subprocess, sys
+sys.path.insert(0, os.environ["FAKE_TEST_DIR"])
+import conformance_tools_test as T
+args = sys.argv[1:]
+with open(os.environ["FAKE_LOG"], "a") as fh:
+    fh.write("pkb " + " ".join(args) + "\n")
+if args[0] == "compare":
+    os.execv(os.environ["REAL_PKB"], [os.environ["REAL_PKB"]] + args)
+opt = {args[i]: args[i + 1] for i in range(2, len(args) - 1) if args[i].startswith("--")}
+world = int(opt.get("--gpus", "2"))
+stem = {"1": "1_allreduce", "1_allreduce": "1_allreduce"}.get(args[1])
+if stem is None:
+    print("pkb: unknown problem '" + args[1] + "'", file=sys.stderr)
+    sys.exit(2)
+T.write_allreduce_dump(opt["--dump"], world, int(opt["--trials"]), 4, 8, "fp32")
+rec = {"status": "ok", "problem": {"stem": stem}, "config": {"world": world, "size": "tiny", "dtype": "fp32",
+       "atol": 0.01, "rtol": 0.01}, "timing": {"candidate": {"median_us": 25.0} if "--perf" in args else None}}
+with open(opt["--json"], "a") as fh:
+    fh.write(json.dumps(rec) + "\n")
+"""
+
+FAKE_TORCHRUN = r"""
+import json, os, shutil, sys
+sys.path.insert(0, os.path.join(os.environ["PKB_SOURCE_DIR"], "tools"))
+import pkb_safetensors as st
+args = sys.argv[1:]
+with open(os.environ["FAKE_LOG"], "a") as fh:
+    fh.write("torchrun " + " ".join(args) + "\n")
+if os.environ.get("FAKE_TORCHRUN_FAIL"):
+    print("conformance: error: 1_allreduce rank 1: planted failure", file=sys.stderr)
+    sys.exit(1)
+opt = {args[i]: args[i + 1] for i in range(len(args) - 1) if args[i].startswith("--")}
+for root, _, files in os.walk(opt["--dump"]):
+    for f in files:
+        src = os.path.join(root, f)
+        dst = os.path.join(opt["--out"], os.path.relpath(src, opt["--dump"]))
+        x = st.read(src)
+        x.metadata["side"] = "pytorch"
+        st.write(dst, list(x.tensors.values()), x.metadata)
+if "--time" in args:
+    with open(os.path.join(opt["--out"], "timing.json"), "w") as fh:
+        json.dump({"slowest_rank_per_call": {"median_ms": 0.02}, "median_ms": [0.019, 0.02], "max": 0.02}, fh)
+"""
+
+
+@unittest.skipUnless(PKB and os.access(PKB, os.X_OK), "PKB_BIN (the pkb binary) not given")
+class ScriptsWithFakes(unittest.TestCase):
+    """conformance.sh and conformance_all.sh end to end, with a stand-in `pkb run` (writes a dump
+    and a record) and a stand-in torchrun (copies the dump as PyTorch's answer); `pkb compare` is
+    the real one."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="pkb-conf-sh-")
+        self.log = os.path.join(self.dir, "argv.log")
+        put(os.path.join(self.dir, "fake_pkb.py"), FAKE_PKB)
+        put(os.path.join(self.dir, "fake_torchrun.py"), FAKE_TORCHRUN)
+        self.pkb_bin = os.path.join(self.dir, "pkb")
+        put(self.pkb_bin, f'#!/bin/sh\nexec "{sys.executable}" "{self.dir}/fake_pkb.py" "$@"\n')
+        os.chmod(self.pkb_bin, 0o755)
+        self.checkout = os.path.join(self.dir, "pkb-checkout")
+        os.makedirs(os.path.join(self.checkout, "reference"))
+        self.env = {"PKB_BIN": self.pkb_bin, "REAL_PKB": PKB, "FAKE_LOG": self.log,
+                    "FAKE_TEST_DIR": os.path.dirname(os.path.abspath(__file__)), "PKB_SOURCE_DIR": SRC,
+                    "PYTHON": sys.executable, "TORCHRUN": f"{sys.executable} {self.dir}/fake_torchrun.py"}
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_one_problem_agrees_and_reports_both_times(self):
+        work, summary = os.path.join(self.dir, "work"), os.path.join(self.dir, "s.jsonl")
+        rc, out = run(["bash", os.path.join(TOOLS, "conformance.sh"), "1", "--pkb", self.checkout, "--gpus", "2",
+                       "--trials", "2", "--time", "--iters", "7", "--work", work, "--summary", summary], env=self.env)
+        self.assertEqual(rc, 0, out)
+        last = out.strip().splitlines()[-1]
+        self.assertIn("1_allreduce  W=2  size=tiny  fp32  agree=yes  pkb baseline 0.0250 ms  PyTorch 0.0200 ms  "
+                      "baseline/PyTorch 1.25  (r0:out=yes r1:out=yes; inputs bitwise equal; 2 rank(s) x 1 output(s) x 2 trial(s), 4/4 "
+                      "bitwise equal)", last)
+        argv = get(self.log).decode()
+        self.assertIn(f"pkb run 1 --dump {work}/pkb --trials 2 --json {work}/run.jsonl --iters 7 --gpus 2 --perf", argv)
+        self.assertIn(f"torchrun --standalone --nproc_per_node 2 {TOOLS}/conformance.py --pkb {self.checkout} "
+                      f"--problem-dir {SRC}/problems/1_allreduce --dump {work}/pkb --out {work}/pytorch --iters 7 --time", argv)
+        self.assertIn(f"pkb compare {work}/pkb {work}/pytorch --atol 0.01 --rtol 0.01", argv)
+        self.assertEqual(json.loads(get(summary))["agree"], "yes")
+
+    def test_failures_give_a_summary_line_and_exit_1(self):
+        env = dict(self.env, FAKE_TORCHRUN_FAIL="1")
+        rc, out = run(["bash", os.path.join(TOOLS, "conformance.sh"), "1", "--pkb", self.checkout, "--gpus", "2",
+                       "--work", os.path.join(self.dir, "w1")], env=env)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("planted failure", out)
+        self.assertIn("agree=error", out.strip().splitlines()[-1])
+        self.assertIn("conformance.py failed (exit 1;", out.strip().splitlines()[-1])
+        rc, out = run(["bash", os.path.join(TOOLS, "conformance.sh"), "99", "--pkb", self.checkout,
+                       "--work", os.path.join(self.dir, "w2")], env=self.env)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("99  W=?  size=?  ?  agree=error", out)
+        self.assertIn("pkb run failed (exit 2;", out)
+
+    def test_all_prints_a_table(self):
+        logs = os.path.join(self.dir, "logs")
+        rc, out = run(["bash", os.path.join(TOOLS, "conformance_all.sh"), "--pkb", self.checkout, "--gpus", "2",
+                       "--trials", "1", "--logs", logs, "1_allreduce", "99"], env=self.env)
+        self.assertEqual(rc, 1, out)  # 99 does not exist
+        self.assertIn(f"logs in {logs}", out)
+        self.assertIn("| 1_allreduce | 2 | tiny | fp32 | yes | inputs bitwise equal |", out)
+        self.assertIn("| 99 | ? | ? | ? | error |", out)
+        self.assertIn("1 of 2 problem(s) agree", out)
+        self.assertTrue(os.path.isfile(os.path.join(logs, "table.md")))
+        self.assertTrue(os.path.isfile(os.path.join(logs, "1_allreduce.log")))
 
 
 def have_torch():
