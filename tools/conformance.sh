@@ -93,7 +93,7 @@ if [ "$rc" != 0 ] || [ ! -s "$REC" ]; then
   summary --record "$REC" --error "pkb run failed (exit $rc; $WORK/pkb-run.log)"
   exit 1
 fi
-IFS=$'\t' read -r status stem world size dtype atol rtol base_us < <("${S[@]}" info "$REC")
+IFS=$'\t' read -r _status stem world _size _dtype atol rtol _base_us < <("${S[@]}" info "$REC")
 if [ ! -f "$ROOT/problems/$stem/torch_adapter.py" ]; then
   summary --record "$REC" --error "problems/$stem has no torch_adapter.py"
   exit 1
