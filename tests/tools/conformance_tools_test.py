@@ -137,6 +137,23 @@ class SafetensorsRoundTrip(unittest.TestCase):
         self.assertEqual(header["__metadata__"], {"side": "pytorch"})
         self.assertEqual(len(data), 8 + n + 14)
 
+    def test_reads_a_file_laid_out_as_pkb_writes_it(self):
+        # src/report/safetensors.cpp: nlohmann::json (keys sorted), "__metadata__" among them,
+        # the data in the order the tensors were given (here not the key order), header padded
+        # with spaces to a multiple of 8.
+        header = {"output.out": {"dtype": "BF16", "shape": [2], "data_offsets": [8, 12]},
+                  "input.x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                  "__metadata__": {"problem": "1_allreduce", "param.M": "2"}}
+        h = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+        h += b" " * (-len(h) % 8)
+        path = os.path.join(self.dir, "pkb.safetensors")
+        put(path, struct.pack("<Q", len(h)) + h + f32_bytes([1.0, -3.0]) + bf16_bytes([0.5, 2.0]))
+        f = st.read(path)
+        self.assertEqual(list(f.tensors), ["input.x", "output.out"])
+        self.assertEqual(f.tensors["input.x"].data, f32_bytes([1.0, -3.0]))
+        self.assertEqual(f.tensors["output.out"].data, bf16_bytes([0.5, 2.0]))
+        self.assertEqual(f.metadata, {"problem": "1_allreduce", "param.M": "2"})
+
     def test_broken_files_name_the_file_and_the_fault(self):
         good = st.encode([st.RawTensor("a", "F32", [2], f32_bytes([1, 2]))])
         cases = {
