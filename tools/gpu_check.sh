@@ -3,10 +3,13 @@
 # (default .gpu-check/): summary.txt, the JSON Lines records, calibration.json, report.html; every
 # log is packed into logs.tgz. A short summary is printed last.
 #   tools/gpu_check.sh [cpu] [smoke] [calibrate] [gputest] [agent] [batch] [self] [overhead] [sweeps] [mpi]
-#                      [conformance]
+#                      [problems] [experts] [conformance]
 #   conformance (not a default stage): tools/conformance_all.sh --time against the PKB checkout in
 #   .pkb/ (docs/conformance.md); CONF_GPUS (default 2), CONF_SIZE, CONF_ARGS pass on to it
 #   GPU_TEST_FILTER=...  passes --gtest_filter to the GPU tests
+#   PROBLEMS="12 13"  SIZES="tiny default"  WORLDS="2"  what the problems/experts stages cover
+#   (problems: oracle run and baseline-as-candidate eval per size; experts: eval of each
+#   solutions/expert/<id>_*.cu per size)
 #   SWEEP_END=1G SWEEP_FACTOR=4 SWEEP_WORLDS="2 4"  shape the results-table sweeps
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -108,6 +111,53 @@ if has sweeps; then
       $PKB sweep $p --solution "$f" --gpus $w -b 8K -e "${SWEEP_END:-1G}" -f "${SWEEP_FACTOR:-4}" --graph -q \
         --json "$OUT/sweeps.jsonl" >>"$LOGS/sweeps.log" 2>&1
       echo "sweep $p W=$w: rc=$?" >>"$SUMMARY"
+    done
+  done
+fi
+if has problems || has experts; then
+  probs=${PROBLEMS:-$(ls problems | grep -E '^[0-9]+_' | cut -d_ -f1 | sort -n | tr '\n' ' ')}
+  worlds=${WORLDS:-2}
+  size_classes() { $PKB show "$1" 2>/dev/null | sed -n 's/^  sizes: //p' | grep -oE '[a-z0-9_]+\(' | tr -d '(' | tr '\n' ' '; }
+  line() { printf '%-8s %-4s %-8s %-10s %s\n' "$@" >>"$SUMMARY"; }
+  result_of() { python3 -c 'import json,sys
+rows=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+r=rows[-1] if rows else {}
+ratio=r.get("speedup")
+t=r.get("timing") or {}
+us=lambda side: ("%.1fus" % t[side]["median_us"]) if (t.get(side) or {}).get("median_us") else ""
+print(r.get("status","?"), "" if ratio is None else "%.2fx" % ratio, us("baseline"), us("candidate"),
+      (r.get("message") or "")[:150])' "$1" 2>/dev/null || echo "no-record"; }
+fi
+if has problems; then
+  stamp "problems: oracle run + baseline as candidate (W = $worlds; problems $probs)"
+  for w in $worlds; do
+    for p in $probs; do
+      sizes=${SIZES:-$(size_classes $p)}
+      for sz in ${sizes:-default}; do
+        j="$LOGS/problem_${p}_w${w}_${sz}"
+        timeout 300 $PKB run $p --gpus $w --size $sz --oracle --trials 2 --json "$j.oracle.jsonl" >"$j.oracle.log" 2>&1
+        line "$p" "W=$w" "$sz" "oracle" "$(result_of "$j.oracle.jsonl")"
+        timeout 300 $PKB eval $p --solution reference --gpus $w --size $sz --trials 2 --json "$j.self.jsonl" \
+          --label reference >"$j.self.log" 2>&1
+        line "$p" "W=$w" "$sz" "self" "$(result_of "$j.self.jsonl")"
+        cat "$j.self.jsonl" >>"$OUT/evals.jsonl" 2>/dev/null
+      done
+    done
+  done
+fi
+if has experts; then
+  stamp "experts: eval per size (W = $worlds)"
+  for w in $worlds; do
+    for p in $probs; do
+      for f in solutions/expert/${p}_*.cu; do
+        sizes=${SIZES:-$(size_classes $p)}
+        for sz in ${sizes:-default}; do
+          j="$LOGS/expert_${p}_w${w}_${sz}"
+          timeout 300 $PKB eval $p --solution "$f" --gpus $w --size $sz --json "$j.jsonl" --label expert >"$j.log" 2>&1
+          line "$p" "W=$w" "$sz" "expert" "$(result_of "$j.jsonl")"
+          cat "$j.jsonl" >>"$OUT/evals.jsonl" 2>/dev/null
+        done
+      done
     done
   done
 fi
