@@ -3,7 +3,13 @@
 # (default .gpu-check/): summary.txt, the JSON Lines records, calibration.json, report.html; every
 # log is packed into logs.tgz. A short summary is printed last.
 #   tools/gpu_check.sh [cpu] [smoke] [calibrate] [gputest] [agent] [batch] [self] [overhead] [sweeps] [mpi]
+#                      [problems] [experts] [conformance]
+#   conformance (not a default stage): tools/conformance_all.sh --time against the PKB checkout in
+#   .pkb/ (docs/conformance.md); CONF_GPUS (default 2), CONF_SIZE, CONF_ARGS pass on to it
 #   GPU_TEST_FILTER=...  passes --gtest_filter to the GPU tests
+#   PROBLEMS="12 13"  SIZES="tiny default"  WORLDS="2"  what the problems/experts stages cover
+#   (problems: oracle run and baseline-as-candidate eval per size; experts: eval of each
+#   solutions/expert/<id>_*.cu per size)
 #   SWEEP_END=1G SWEEP_FACTOR=4 SWEEP_WORLDS="2 4"  shape the results-table sweeps
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -108,14 +114,77 @@ if has sweeps; then
     done
   done
 fi
+if has problems || has experts; then
+  probs=${PROBLEMS:-$(ls problems | grep -E '^[0-9]+_' | cut -d_ -f1 | sort -n | tr '\n' ' ')}
+  worlds=${WORLDS:-2}
+  size_classes() { $PKB show "$1" 2>/dev/null | sed -n 's/^  sizes: //p' | grep -oE '[a-z0-9_]+\(' | tr -d '(' | tr '\n' ' '; }
+  line() { printf '%-8s %-4s %-8s %-10s %s\n' "$@" >>"$SUMMARY"; }
+  result_of() { python3 -c 'import json,sys
+rows=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+r=rows[-1] if rows else {}
+ratio=r.get("speedup")
+t=r.get("timing") or {}
+us=lambda side: ("%.1fus" % t[side]["median_us"]) if (t.get(side) or {}).get("median_us") else ""
+print(r.get("status","?"), "" if ratio is None else "%.2fx" % ratio, us("baseline"), us("candidate"),
+      (r.get("message") or "")[:150])' "$1" 2>/dev/null || echo "no-record"; }
+fi
+if has problems; then
+  stamp "problems: oracle run + baseline as candidate (W = $worlds; problems $probs)"
+  for w in $worlds; do
+    for p in $probs; do
+      sizes=${SIZES:-$(size_classes $p)}
+      for sz in ${sizes:-default}; do
+        j="$LOGS/problem_${p}_w${w}_${sz}"
+        timeout 300 $PKB run $p --gpus $w --size $sz --oracle --trials 2 --json "$j.oracle.jsonl" >"$j.oracle.log" 2>&1
+        line "$p" "W=$w" "$sz" "oracle" "$(result_of "$j.oracle.jsonl")"
+        timeout 300 $PKB eval $p --solution reference --gpus $w --size $sz --trials 2 --json "$j.self.jsonl" \
+          --label reference >"$j.self.log" 2>&1
+        line "$p" "W=$w" "$sz" "self" "$(result_of "$j.self.jsonl")"
+        cat "$j.self.jsonl" >>"$OUT/evals.jsonl" 2>/dev/null
+      done
+    done
+  done
+fi
+if has experts; then
+  stamp "experts: eval per size (W = $worlds)"
+  for w in $worlds; do
+    for p in $probs; do
+      for f in solutions/expert/${p}_*.cu; do
+        sizes=${SIZES:-$(size_classes $p)}
+        for sz in ${sizes:-default}; do
+          j="$LOGS/expert_${p}_w${w}_${sz}"
+          timeout 300 $PKB eval $p --solution "$f" --gpus $w --size $sz --json "$j.jsonl" --label expert >"$j.log" 2>&1
+          line "$p" "W=$w" "$sz" "expert" "$(result_of "$j.jsonl")"
+          cat "$j.jsonl" >>"$OUT/evals.jsonl" 2>/dev/null
+        done
+      done
+    done
+  done
+fi
 if has mpi; then
   stamp "mpirun launcher against the local one"
   OUT="$LOGS" tools/bench_mpi_vs_local.sh >"$LOGS/mpi_vs_local.log" 2>&1
   cat "$LOGS/mpi_vs_local.log" >>"$SUMMARY"
+fi
+if has conformance; then
+  stamp "conformance with PKB's PyTorch references (.pkb/), W=${CONF_GPUS:-2}"
+  conf="$PWD/results-local/conformance-gpu-check"  # dumps stay here: too large for logs.tgz
+  rm -rf "$conf"
+  # shellcheck disable=SC2086
+  tools/conformance_all.sh --gpus "${CONF_GPUS:-2}" ${CONF_SIZE:+--size "$CONF_SIZE"} --time --logs "$conf" \
+    ${CONF_ARGS:-} >"$LOGS/conformance.log" 2>&1
+  echo "conformance: rc=$? ($(tail -2 "$conf/table.md" 2>/dev/null | tr -d '\n'))" >>"$SUMMARY"
+  mkdir -p "$LOGS/conformance"
+  cp "$conf"/*.log "$conf"/table.md "$LOGS/conformance/" 2>/dev/null
+  cp "$conf/table.md" "$OUT/conformance.md" 2>/dev/null
+  for d in "$conf"/*/; do
+    [ -f "$d/pytorch/timing.json" ] && cp "$d/pytorch/timing.json" "$LOGS/conformance/$(basename "$d")-timing.json"
+  done
 fi
 stamp "done"
 echo
 cat "$SUMMARY"
 [ -f "$OUT/evals.jsonl" ] && python3 tools/records_table.py "$OUT/evals.jsonl"
 [ -f "$LOGS/calibrate.log" ] && tail -13 "$LOGS/calibrate.log"
+[ -f "$OUT/conformance.md" ] && cat "$OUT/conformance.md"
 true

@@ -76,8 +76,18 @@ std::string dist_text(const Dist& d) {
     case DistKind::zeros: return "zeros";
     case DistKind::ones: return "ones";
     case DistKind::arange: return fmt::format("arange from {}", d.lo);
+    case DistKind::split:
+      return fmt::format("split: {} of a shared random W x W count matrix, every row and column summing to {}",
+                         d.a == 0.0 ? "row rank (sends)" : "column rank (receives)", d.lo);
   }
   return "?";
+}
+
+std::string input_text(const TensorPlan& t) {
+  std::string s = dist_text(t.dist);
+  if (t.dist.shared && t.dist.kind != DistKind::split) s += ", same on every rank";
+  if (t.mutable_) s += "; modified in place by the problem";
+  return s;
 }
 
 /// Prints ranks with identical tensors together ("ranks 1-3").
@@ -92,7 +102,7 @@ void print_tensors(const Instance& inst, bool inputs) {
       const TensorPlan& t = get(start);
       std::string who = start == r - 1 ? fmt::format("rank {}", start) : fmt::format("ranks {}-{}", start, r - 1);
       fmt::print("  {:<14} {:<10} {:<28} {:>10}  {}\n", t.name, who, shape_text(t.shape, t.dtype), format_bytes(static_cast<double>(t.bytes())),
-                 inputs ? dist_text(t.dist) : "");
+                 inputs ? input_text(t) : "");
       start = r;
     }
   }

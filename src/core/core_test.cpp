@@ -42,6 +42,57 @@ TEST(Generate, StreamsDifferPerRankTrialAndTensor) {
   EXPECT_NE(rng::tensor_key(1, 0, 0, 0), rng::tensor_key(2, 0, 0, 0));
 }
 
+TEST(Generate, SplitMatricesHaveEqualRowAndColumnSumsAndEmptyEntries) {
+  int empty = 0, full_rows = 0, matrices = 0;
+  std::set<std::vector<int64_t>> distinct;
+  for (int64_t world : {1, 2, 3, 4, 8}) {
+    for (uint64_t trial = 0; trial < 50; ++trial) {
+      const int64_t total = 1000 + static_cast<int64_t>(trial);
+      std::vector<int64_t> m(world * world);
+      for (int64_t r = 0; r < world; ++r) {
+        // What rank r generates for its send row and its receive column, as the workers do.
+        Dist send{DistKind::split, 0.0, static_cast<double>(r), total, world, true, kSplitSlotBase};
+        Dist recv = send;
+        recv.a = 1.0;
+        std::vector<int64_t> row(world), col(world);
+        for (int64_t j = 0; j < world; ++j) {
+          generate_element(row.data(), DType::i64, send, input_key(9, trial, r, 0, send), j);
+          generate_element(col.data(), DType::i64, recv, input_key(9, trial, r, 1, recv), j);
+        }
+        for (int64_t j = 0; j < world; ++j) m[r * world + j] = row[j];
+        // Rank r's receive column is column r of the matrix every rank's send rows form: checked below.
+        for (int64_t j = 0; j < world; ++j) EXPECT_EQ(col[j], split_count(input_key(9, trial, 0, 0, send), world, total, j, r));
+      }
+      for (int64_t i = 0; i < world; ++i) {
+        int64_t rs = 0, cs = 0;
+        for (int64_t j = 0; j < world; ++j) {
+          EXPECT_GE(m[i * world + j], 0);
+          rs += m[i * world + j];
+          cs += m[j * world + i];
+          empty += m[i * world + j] == 0;
+          full_rows += m[i * world + j] == total;
+        }
+        EXPECT_EQ(rs, total);
+        EXPECT_EQ(cs, total);
+      }
+      distinct.insert(m);
+      ++matrices;
+    }
+  }
+  EXPECT_GT(empty, 0) << "empty splits never drawn";
+  EXPECT_GT(full_rows, 0);
+  EXPECT_GT(distinct.size(), static_cast<size_t>(matrices) * 3 / 4);
+}
+
+TEST(Generate, SharedInputsIgnoreTheRank) {
+  Dist d;
+  d.shared = true;
+  EXPECT_EQ(input_key(5, 1, 0, 2, d), input_key(5, 1, 3, 2, d));
+  d.shared = false;
+  EXPECT_NE(input_key(5, 1, 0, 2, d), input_key(5, 1, 3, 2, d));
+  EXPECT_EQ(input_key(5, 1, 3, 2, d), rng::tensor_key(5, 1, 3, 2));
+}
+
 TEST(Generate, NormalHasUnitMomentsAndIsDeterministic) {
   Dist d;  // standard normal
   const size_t n = 200000;

@@ -23,16 +23,66 @@ enum class DistKind : int32_t {
   zeros,
   ones,
   arange,   // element index (lo + index)
+  split,    // one row or column of a random W x W count matrix whose rows and columns all sum to
+            // `total` (all-to-all split sizes every rank agrees on); see split_count
 };
 
 /// One distribution, trivially copyable so that it can be passed to kernels.
+/// For `split`: lo = total, hi = W, a = side (0: this rank's sends, row `rank`; 1: its receives,
+/// column `rank`), b = rank.
 struct Dist {
   DistKind kind = DistKind::normal;
   double a = 0.0;
   double b = 1.0;
   int64_t lo = 0;
   int64_t hi = 0;
+  bool shared = false;   // the same values on every rank: the key ignores the rank
+  int64_t slot = -1;     // key slot instead of the tensor index (>= 0: tensors with one slot share draws)
 };
+
+/// The key slot of `split` matrices, offset so that it cannot meet a tensor index.
+inline constexpr int64_t kSplitSlotBase = 1 << 20;
+/// The rank that shared tensors are keyed with.
+inline constexpr uint64_t kSharedRank = 0xFFFFFFFFull;
+
+/// Key of input `tensor` of `rank` for (seed, stream), honouring shared tensors and key slots.
+PKB_HD uint64_t input_key(uint64_t seed, uint64_t stream, uint64_t rank, uint64_t tensor, const Dist& d) {
+  return rng::tensor_key(seed, stream, d.shared ? kSharedRank : rank,
+                         d.slot >= 0 ? static_cast<uint64_t>(d.slot) : tensor);
+}
+
+/// Entry (from, to) of the split matrix keyed by `key`: rows sent from rank `from` to rank `to`.
+/// The matrix is sum_k c_k P_k over K in 1..min(W, 4) random permutations P_k (shifts and
+/// reflections i -> +-i + s mod W) with weights c_k, a random composition of `total` in which some
+/// parts are zero. Every row and column therefore sums to `total`, entries are often zero (empty
+/// splits), and any element can be computed on its own, on host or device.
+PKB_HD int64_t split_count(uint64_t key, int64_t world, int64_t total, int64_t from, int64_t to) {
+  constexpr uint64_t kBase = 1ull << 62;  // counters no element index reaches
+  if (world <= 0) return 0;
+  rng::U32x4 head = rng::element_bits(key, kBase);
+  int parts = 1 + static_cast<int>(head.v[0] % static_cast<uint32_t>(world < 4 ? world : 4));
+  uint32_t weight[4] = {0, 0, 0, 0}, sum = 0;
+  int64_t shift[4] = {0, 0, 0, 0};
+  bool reflect[4] = {false, false, false, false};
+  for (int k = 0; k < parts; ++k) {
+    rng::U32x4 r = rng::element_bits(key, kBase + 1 + static_cast<uint64_t>(k));
+    weight[k] = (r.v[0] & 3u) == 0 ? 0u : 1u + r.v[1] % 16u;
+    shift[k] = static_cast<int64_t>(r.v[2] % static_cast<uint32_t>(world));
+    reflect[k] = (r.v[3] & 1u) != 0;
+    sum += weight[k];
+  }
+  if (sum == 0) weight[0] = sum = 1;
+  int64_t count = 0;
+  uint32_t prefix = 0;
+  for (int k = 0; k < parts; ++k) {
+    int64_t lo = total * static_cast<int64_t>(prefix) / sum;
+    prefix += weight[k];
+    int64_t hi = total * static_cast<int64_t>(prefix) / sum;
+    int64_t image = ((reflect[k] ? world - 1 - from : from) + shift[k]) % world;
+    if (image == to) count += hi - lo;
+  }
+  return count;
+}
 
 namespace detail {
 PKB_HD uint64_t bounded(uint64_t bits, uint64_t range) { return range == 0 ? bits : bits % range; }
@@ -67,6 +117,7 @@ PKB_HD float sample_float(const Dist& d, const rng::U32x4& r) {
     case DistKind::zeros: return 0.0f;
     case DistKind::ones: return 1.0f;
     case DistKind::arange: return 0.0f;  // handled by the caller, which knows the index
+    case DistKind::split: return 0.0f;   // integer tensors only (checked when a spec resolves)
   }
   return 0.0f;
 }
@@ -100,6 +151,15 @@ PKB_HD int64_t sample_int(const Dist& d, const rng::U32x4& r, uint64_t index) {
     case DistKind::arange: return d.lo + static_cast<int64_t>(index);
     default: return 0;
   }
+}
+
+/// Element `index` of an integer tensor keyed by `key` (split matrices need the key itself).
+PKB_HD int64_t sample_int_at(const Dist& d, uint64_t key, uint64_t index) {
+  if (d.kind == DistKind::split) {
+    int64_t rank = static_cast<int64_t>(d.b), other = static_cast<int64_t>(index);
+    return d.a == 0.0 ? split_count(key, d.hi, d.lo, rank, other) : split_count(key, d.hi, d.lo, other, rank);
+  }
+  return sample_int(d, rng::element_bits(key, index), index);
 }
 
 }  // namespace pkb

@@ -100,11 +100,11 @@ PKB_HD void generate_element(void* base, DType d, const Dist& dist, uint64_t key
           dist.kind == DistKind::arange ? static_cast<double>(dist.lo + static_cast<int64_t>(index))
                                         : sample_double(dist, r);
       break;
-    case DType::i8: static_cast<int8_t*>(base)[index] = static_cast<int8_t>(sample_int(dist, r, index)); break;
-    case DType::u8: static_cast<uint8_t*>(base)[index] = static_cast<uint8_t>(sample_int(dist, r, index)); break;
-    case DType::i32: static_cast<int32_t*>(base)[index] = static_cast<int32_t>(sample_int(dist, r, index)); break;
-    case DType::i64: static_cast<int64_t*>(base)[index] = sample_int(dist, r, index); break;
-    case DType::boolean: static_cast<uint8_t*>(base)[index] = sample_int(dist, r, index) != 0; break;
+    case DType::i8: static_cast<int8_t*>(base)[index] = static_cast<int8_t>(sample_int_at(dist, key, index)); break;
+    case DType::u8: static_cast<uint8_t*>(base)[index] = static_cast<uint8_t>(sample_int_at(dist, key, index)); break;
+    case DType::i32: static_cast<int32_t*>(base)[index] = static_cast<int32_t>(sample_int_at(dist, key, index)); break;
+    case DType::i64: static_cast<int64_t*>(base)[index] = sample_int_at(dist, key, index); break;
+    case DType::boolean: static_cast<uint8_t*>(base)[index] = sample_int_at(dist, key, index) != 0; break;
     case DType::fp8_e4m3: break;
   }
 }

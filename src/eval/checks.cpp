@@ -64,6 +64,7 @@ void check_sanity(const Instance& inst, const StepResult& job, EvalRecord& rec) 
         rec.add_check(nonfinite == 0, what + " finite", std::to_string(nonfinite) + " elements are NaN or Inf");
       }
       for (size_t i = 0; i < ranks[r].inputs.size(); ++i) {
+        if (ranks[r].inputs[i].mutable_) continue;  // modified in place by design (regenerated per call)
         const json& m = rt.meta.at("inputs").at(i);
         rec.add_check(m.at("digest_before") == m.at("digest_after"),
                       trial_what(static_cast<int>(t), static_cast<int>(r), "input", ranks[r].inputs[i].name),
@@ -167,6 +168,7 @@ void check_timed_calls(const Instance& inst, const StepResult& base, const StepR
                               : "");
     }
     for (size_t i = 0; i < ranks[r].inputs.size(); ++i) {
+      if (ranks[r].inputs[i].mutable_) continue;
       const json& ci = ct.body.at("inputs").at(i);
       int changed = 0;
       for (int c = 0; c < iters; ++c) changed += ci.at("gen").at(c) != ci.at("after").at(c);
@@ -216,6 +218,13 @@ SideTiming summarize_timing(const StepResult& job, EvalRecord& rec, const std::s
   return st;
 }
 
+std::string generate_input(const TensorPlan& tp, uint64_t seed, uint64_t trial, int rank, size_t i) {
+  std::string host(tp.bytes(), '\0');
+  uint64_t key = input_key(seed, trial, static_cast<uint64_t>(rank), i, tp.dist);
+  for (size_t e = 0; e < tp.numel(); ++e) generate_element(host.data(), tp.dtype, tp.dist, key, e);
+  return host;
+}
+
 void check_oracle(const Instance& inst, uint64_t seed, const StepResult& job, EvalRecord& rec) {
   OracleFn fn = find_oracle(inst.spec->stem);
   if (!fn) throw Error(Errc::invalid_argument, inst.spec->stem + " has no CPU oracle");
@@ -229,14 +238,15 @@ void check_oracle(const Instance& inst, uint64_t seed, const StepResult& job, Ev
       for (size_t i = 0; i < ranks[r].inputs.size(); ++i) {
         const TensorPlan& tp = ranks[r].inputs[i];
         const std::string& bytes = job.trials[t][r].inputs.at(i);
-        // The driver regenerates the input on the CPU: it must match the GPU's bit for bit.
-        std::string host(bytes.size(), '\0');
-        uint64_t key = rng::tensor_key(seed, t, r, i);
-        for (size_t e = 0; e < tp.numel(); ++e) generate_element(host.data(), tp.dtype, tp.dist, key, e);
-        rec.add_check(host == bytes, trial_what(static_cast<int>(t), static_cast<int>(r), "input", tp.name) + " host/device generation",
-                      "the GPU generated different input bytes than the CPU", nullptr, Status::harness_error);
+        // The driver regenerates the input on the CPU: it must match the GPU's bit for bit (the
+        // worker reports inputs after the call; a mutable input was legitimately changed by then,
+        // and the oracle reads the values the call started from).
+        std::string host = generate_input(tp, seed, t, static_cast<int>(r), i);
+        if (!tp.mutable_)
+          rec.add_check(host == bytes, trial_what(static_cast<int>(t), static_cast<int>(r), "input", tp.name) + " host/device generation",
+                        "the GPU generated different input bytes than the CPU", nullptr, Status::harness_error);
         OracleTensor ot{tp.name, tp.shape, std::vector<double>(tp.numel())};
-        for (size_t e = 0; e < tp.numel(); ++e) ot.values[e] = load_as_double(bytes.data(), tp.dtype, e);
+        for (size_t e = 0; e < tp.numel(); ++e) ot.values[e] = load_as_double(host.data(), tp.dtype, e);
         ins.push_back(std::move(ot));
       }
       for (auto& tp : ranks[r].outputs) outs.push_back({tp.name, tp.shape, std::vector<double>(tp.numel(), 0.0)});

@@ -15,8 +15,12 @@ void dump_artifacts(const std::string& dir, const Prepared& p, const Instance& i
       const RankPlan& rp = inst.ranks[r];
       const RankTrial& rt = job.trials[t][r];
       std::vector<NamedTensor> tensors;
-      for (size_t i = 0; i < rt.inputs.size(); ++i)
-        tensors.push_back({"input." + rp.inputs[i].name, rp.inputs[i].dtype, rp.inputs[i].shape, rt.inputs[i]});
+      for (size_t i = 0; i < rt.inputs.size(); ++i) {
+        // A mutable input is reported after the call changed it; dump the values the call received.
+        const TensorPlan& tp = rp.inputs[i];
+        std::string bytes = tp.mutable_ ? generate_input(tp, seed_value, t, static_cast<int>(r), i) : rt.inputs[i];
+        tensors.push_back({"input." + tp.name, tp.dtype, tp.shape, std::move(bytes)});
+      }
       for (size_t o = 0; o < rt.outputs.size(); ++o)
         tensors.push_back({"output." + rp.outputs[o].name, rp.outputs[o].dtype, rp.outputs[o].shape, rt.outputs[o]});
       std::map<std::string, std::string> meta{{"problem", p.spec.stem},

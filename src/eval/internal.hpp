@@ -58,6 +58,9 @@ void check_trials(const Instance& inst, const StepResult& base, const StepResult
 void check_timed_calls(const Instance& inst, const StepResult& base, const StepResult& cand, EvalRecord& rec);
 /// Compares trial outputs with the CPU oracle (needs inputs in the job result).
 void check_oracle(const Instance& inst, uint64_t seed, const StepResult& job, EvalRecord& rec);
+/// The bytes of input `i` of rank `r` in correctness trial `t`, generated on the CPU exactly as the
+/// workers generate them on the GPU.
+std::string generate_input(const TensorPlan& tp, uint64_t seed, uint64_t trial, int rank, size_t i);
 /// Per-iteration slowest-rank times and plausibility of one side's timing.
 SideTiming summarize_timing(const StepResult& job, EvalRecord& rec, const std::string& label);
 /// Sets status and message from the first failed check (if any).

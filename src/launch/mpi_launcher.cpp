@@ -59,10 +59,16 @@ class MpiJob : public Job {
     return exit_;  // the launcher's exit stands for every rank's
   }
   void kill() override {
-    if (pid_ <= 0 || exit_) return;
-    kill_group(pid_, SIGTERM);  // mpirun forwards SIGTERM to remote daemons; SIGKILL would not
-    if (!reap_until(pid_, Clock::now() + std::chrono::seconds(3))) kill_group(pid_, SIGKILL);
+    if (pid_ <= 0) return;
+    if (!exit_) {
+      kill_group(pid_, SIGTERM);  // mpirun forwards SIGTERM to remote daemons; SIGKILL would not
+      exit_ = reap_until(pid_, Clock::now() + std::chrono::seconds(3));
+    }
+    // Workers outlive a launcher that has already exited: the group goes down either way, and the
+    // call returns once nothing of it is left (bounded).
     kill_group(pid_, SIGKILL);
+    for (auto until = Clock::now() + std::chrono::seconds(2); !processes_in_group(pid_).empty() && Clock::now() < until;)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   bool wait_all(Clock::time_point deadline) override {
     if (pid_ <= 0) return true;

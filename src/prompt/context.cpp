@@ -29,6 +29,12 @@ std::string dist_text(const Dist& d) {
     case DistKind::zeros: return "zeros";
     case DistKind::ones: return "ones";
     case DistKind::arange: return fmt::format("the element index plus {}", d.lo);
+    case DistKind::split:
+      return fmt::format("all-to-all split sizes: {} of one random W x W count matrix that every rank shares, in which "
+                         "every row and every column sums to {} (entries may be 0)",
+                         d.a == 0.0 ? "row `rank` (rows this rank sends to each rank)"
+                                    : "column `rank` (rows this rank receives from each rank)",
+                         d.lo);
   }
   return "?";
 }
@@ -57,7 +63,11 @@ std::string tensor_list(const Instance& inst, bool inputs) {
       if (r < ranks.size() && get(r).shape == get(start).shape && get(r).dtype == get(start).dtype) continue;
       std::string who = start == r - 1 ? fmt::format("rank {}", start) : fmt::format("ranks {}-{}", start, r - 1);
       out += fmt::format("- [{}] `{}` on {}: {}", i, specs[i].name, who, tensor_text(get(start)));
-      if (inputs) out += "; values: " + dist_text(get(start).dist);
+      if (inputs) {
+        out += "; values: " + dist_text(get(start).dist);
+        if (get(start).dist.shared && get(start).dist.kind != DistKind::split) out += ", identical on every rank";
+        if (get(start).mutable_) out += "; the reference modifies it in place (you may too; only outputs are compared)";
+      }
       if (!specs[i].doc.empty()) out += " — " + specs[i].doc;
       out += "\n";
       start = r;

@@ -10,7 +10,7 @@ namespace pkb {
 using nlohmann::json;
 
 void to_json(json& j, const Dist& d) {
-  j = json{{"kind", static_cast<int>(d.kind)}, {"a", d.a}, {"b", d.b}, {"lo", d.lo}, {"hi", d.hi}};
+  j = json{{"kind", static_cast<int>(d.kind)}, {"a", d.a}, {"b", d.b}, {"lo", d.lo}, {"hi", d.hi}, {"shared", d.shared}, {"slot", d.slot}};
 }
 void from_json(const json& j, Dist& d) {
   d.kind = static_cast<DistKind>(j.at("kind").get<int>());
@@ -18,6 +18,8 @@ void from_json(const json& j, Dist& d) {
   d.b = j.at("b").get<double>();
   d.lo = j.at("lo").get<int64_t>();
   d.hi = j.at("hi").get<int64_t>();
+  d.shared = j.value("shared", false);
+  d.slot = j.value("slot", int64_t{-1});
 }
 
 void to_json(json& j, const TensorDesc& t) {

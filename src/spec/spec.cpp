@@ -141,14 +141,29 @@ DistSpec parse_dist(const Reader& r, const toml::node* n, const std::string& whe
     if (t) r.only_keys(*t, where, {"dist", "start"});
     d.kind = DistKind::arange;
     d.lo = field("start", 0);
+  } else if (kind == "split") {
+    if (!t) r.error(where, "split needs a table { dist = \"split\", total = \"M\", side = \"send\" }");
+    r.only_keys(*t, where, {"dist", "total", "side", "matrix"});
+    d.kind = DistKind::split;
+    auto total = t->get("total");
+    if (!total) r.error(where + ".total", "missing (the sum of every row and column of the split matrix)");
+    d.lo = r.expr(*total, where + ".total");
+    d.hi = Expr::parse("W");
+    d.b = Expr::parse("rank");
+    std::string side = r.str(*t, where, "side", true);
+    if (side != "send" && side != "recv") r.error(where + ".side", "must be \"send\" (row rank) or \"recv\" (column rank)");
+    d.a = Expr::constant(side == "send" ? 0.0 : 1.0);
+    d.matrix = r.integer(*t, where, "matrix", false, 0);
+    if (d.matrix < 0) r.error(where + ".matrix", "must be >= 0");
   } else {
-    r.error(where + ".dist", "unknown distribution '" + kind + "' (normal, uniform, grid, randint, zeros, ones, arange)");
+    r.error(where + ".dist",
+            "unknown distribution '" + kind + "' (normal, uniform, grid, randint, zeros, ones, arange, split)");
   }
   return d;
 }
 
 TensorSpec parse_tensor(const Reader& r, const toml::table& t, const std::string& where, bool is_input) {
-  if (is_input) r.only_keys(t, where, {"name", "dtype", "shape", "shape_if", "init", "doc"});
+  if (is_input) r.only_keys(t, where, {"name", "dtype", "shape", "shape_if", "init", "shared", "mutable", "doc"});
   else r.only_keys(t, where, {"name", "dtype", "shape", "shape_if", "doc"});
   TensorSpec ts;
   ts.name = r.str(t, where, "name", true);
@@ -171,7 +186,17 @@ TensorSpec parse_tensor(const Reader& r, const toml::table& t, const std::string
       ts.shape_if.push_back({r.expr(*when, w + ".when"), r.shape(*cshape, w + ".shape")});
     }
   }
-  if (is_input) ts.init = parse_dist(r, t.get("init"), where + ".init");
+  if (is_input) {
+    ts.init = parse_dist(r, t.get("init"), where + ".init");
+    auto flag = [&](std::string_view key) {
+      auto n = t.get(key);
+      if (!n) return false;
+      if (!n->is_boolean()) r.error(where + "." + std::string(key), "must be true or false");
+      return *n->value<bool>();
+    };
+    ts.shared = flag("shared");
+    ts.mutable_ = flag("mutable");
+  }
   ts.doc = r.str(t, where, "doc", false);
   return ts;
 }
@@ -448,6 +473,8 @@ std::string describe_vars(const Vars& v) {
   return out;
 }
 
+long long spec_world(const Vars& v) { return std::llround(v.at("W")); }
+
 Dist resolve_dist(const DistSpec& d, const Vars& v) {
   Dist out;
   out.kind = d.kind;
@@ -481,6 +508,18 @@ TensorPlan resolve_tensor(const Spec& spec, const TensorSpec& t, const Vars& v, 
   }
   if (is_input) {
     p.dist = resolve_dist(t.init, v);
+    p.mutable_ = t.mutable_;
+    p.dist.shared = t.shared;
+    if (p.dist.kind == DistKind::split) {
+      p.dist.shared = true;  // every rank must see the same matrix
+      p.dist.slot = kSplitSlotBase + t.init.matrix;
+      if (is_floating(p.dtype))
+        fail(Errc::invalid_argument, spec.stem + ": input '" + t.name + "' has a split distribution but is " +
+                                         std::string(to_string(p.dtype)) + "; use int64");
+      if (p.numel() != static_cast<size_t>(spec_world(v)))
+        fail(Errc::invalid_argument, spec.stem + ": input '" + t.name + "' has a split distribution, so its shape must be [W]");
+      if (p.dist.lo < 0) fail(Errc::invalid_argument, spec.stem + ": input '" + t.name + "': split total is negative");
+    }
     if (!is_floating(p.dtype) && (p.dist.kind == DistKind::normal || p.dist.kind == DistKind::uniform))
       fail(Errc::invalid_argument, spec.stem + ": input '" + t.name + "' is " + std::string(to_string(p.dtype)) +
                                        " but its distribution is continuous; use randint");

@@ -16,6 +16,7 @@ namespace pkb {
 struct DistSpec {
   DistKind kind = DistKind::normal;
   Expr a, b, lo, hi;  // meaning per kind, see core/dist.hpp
+  long long matrix = 0;  // split: which split matrix (inputs with the same number share one)
 };
 
 struct ShapeCase {
@@ -29,6 +30,8 @@ struct TensorSpec {
   std::vector<Expr> shape;
   std::vector<ShapeCase> shape_if;  // first case whose `when` holds wins, else `shape`
   DistSpec init;                    // inputs only
+  bool shared = false;              // inputs only: the same values on every rank
+  bool mutable_ = false;            // inputs only: the problem modifies it in place (PKB semantics)
   std::string doc;
 };
 
@@ -98,7 +101,8 @@ struct TensorPlan {
   std::string name;
   DType dtype = DType::bf16;
   std::vector<long long> shape;
-  Dist dist;  // inputs only
+  Dist dist;             // inputs only
+  bool mutable_ = false;  // inputs only: may be modified by a call (regenerated before every call)
   size_t numel() const;
   size_t bytes() const { return numel() * dtype_size(dtype); }
 };

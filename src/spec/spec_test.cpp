@@ -173,5 +173,90 @@ TEST(RealProblems, AllSpecsLoadAndResolve) {
   }
 }
 
+TEST_F(SpecTest, SplitSharedAndMutableInputs) {
+  auto dir = write("27_splits", R"(
+id = 27
+name = "splits"
+pattern = "all-to-all with splits"
+summary = "s"
+dtypes = ["bf16"]
+default_size = "default"
+[[sizes]]
+name = "default"
+M = 100
+N = 8
+[[inputs]]
+name = "x"
+shape = ["M", "N"]
+mutable = true
+[[inputs]]
+name = "gamma"
+shape = ["N"]
+shared = true
+[[inputs]]
+name = "send"
+dtype = "int64"
+shape = ["W"]
+init = { dist = "split", total = "M", side = "send" }
+[[inputs]]
+name = "recv"
+dtype = "int64"
+shape = ["W"]
+init = { dist = "split", total = "M", side = "recv", matrix = 0 }
+[[outputs]]
+name = "y"
+shape = ["M", "N"]
+)");
+  Spec s = load_spec(dir);
+  Instance inst = resolve(s, 4, {}, DType::bf16);
+  const auto& in = inst.ranks[2].inputs;
+  EXPECT_TRUE(in[0].mutable_);
+  EXPECT_FALSE(in[0].dist.shared);
+  EXPECT_TRUE(in[1].dist.shared);
+  EXPECT_FALSE(in[1].mutable_);
+  EXPECT_EQ(in[2].dist.kind, DistKind::split);
+  EXPECT_TRUE(in[2].dist.shared);
+  EXPECT_EQ(in[2].dist.slot, in[3].dist.slot);
+  EXPECT_EQ(in[2].dist.lo, 100);
+  EXPECT_EQ(in[2].dist.hi, 4);
+  EXPECT_EQ(in[2].dist.b, 2.0);
+  EXPECT_EQ(in[2].dist.a, 0.0);
+  EXPECT_EQ(in[3].dist.a, 1.0);
+}
+
+TEST_F(SpecTest, SplitErrorsNameTheProblem) {
+  const char* base = R"(
+id = 27
+name = "splits"
+pattern = "p"
+summary = "s"
+dtypes = ["bf16"]
+default_size = "default"
+[[sizes]]
+name = "default"
+M = 100
+[[outputs]]
+name = "y"
+shape = ["M"]
+[[inputs]]
+name = "send"
+)";
+  EXPECT_NE(error_of(write("27_splits", std::string(base) + "dtype = \"int64\"\nshape = [\"W\"]\ninit = { dist = \"split\", total = \"M\", side = \"up\" }\n"))
+                .find("side"),
+            std::string::npos);
+  EXPECT_NE(error_of(write("27_splits", std::string(base) + "dtype = \"int64\"\nshape = [\"W\"]\ninit = { dist = \"split\", side = \"send\" }\n"))
+                .find("total"),
+            std::string::npos);
+  EXPECT_NE(error_of(write("27_splits", std::string(base) + "shape = [\"W\"]\nshared = 1\n")).find("true or false"),
+            std::string::npos);
+  Spec s = load_spec(write("27_splits", std::string(base) + "dtype = \"int64\"\nshape = [\"M\"]\ninit = { dist = \"split\", total = \"M\", side = \"send\" }\n"));
+  try {
+    resolve(s, 2, {}, DType::bf16);
+    ADD_FAILURE() << "a split input of shape [M] was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shape must be [W]"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace pkb

@@ -1,4 +1,6 @@
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "core/cuda_check.hpp"
 #include "worker/kernels.cuh"
@@ -18,6 +20,21 @@ ncclUniqueId decode_id(const std::string& hex) {
 
 Runtime* self(const pkb_context* ctx) { return static_cast<Runtime*>(ctx->harness); }
 
+/// Test mode for the multi-node paths on one machine: PKB_EMULATE_NODES=k gives every k consecutive
+/// ranks their own NCCL host id, so NCCL sees W/k hosts: its LSA (load/store) team shrinks to k,
+/// traffic between the emulated hosts goes over its socket transport on loopback, and solutions see
+/// null peer pointers for ranks outside their team, as on a real multi-node job.
+void emulate_nodes(int rank) {
+  const char* k = std::getenv("PKB_EMULATE_NODES");
+  if (!k || !*k) return;
+  int per_node = std::atoi(k);
+  if (per_node <= 0) fail(Errc::invalid_argument, "PKB_EMULATE_NODES must be a positive number of ranks per node");
+  std::string host = "pkb-emulated-node-" + std::to_string(rank / per_node);
+  setenv("NCCL_HOSTID", host.c_str(), 1);
+  setenv("NCCL_SOCKET_IFNAME", "lo", 0);  // the emulated hosts talk over loopback
+  setenv("NCCL_IB_DISABLE", "1", 0);
+}
+
 }  // namespace
 
 Runtime::Runtime(const WorkerPlan& plan) : plan_(plan), device_(plan.device) {
@@ -25,6 +42,7 @@ Runtime::Runtime(const WorkerPlan& plan) : plan_(plan), device_(plan.device) {
   CUDA_CHECK(cudaGetDeviceProperties(&prop, plan.device));
   gpu_name_ = prop.name;
 
+  emulate_nodes(plan.rank);
   NCCL_CHECK(ncclCommInitRank(&comm_, plan.world, decode_id(plan.nccl_id_hex), plan.rank));
 
   // Sub-groups, in spec order; every rank takes part in every split (color < 0: no group).

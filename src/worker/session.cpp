@@ -151,7 +151,7 @@ void Session::run_trial(int trial) {
   for (size_t i = 0; i < n_in; ++i) {
     auto& d = step_->inputs[i];
     launch_generate(in.buffers[i].get(), d.dtype, d.numel(), d.dist,
-                    rng::tensor_key(step_->seed, static_cast<uint64_t>(trial), plan_.rank, i), hs);
+                    input_key(step_->seed, static_cast<uint64_t>(trial), plan_.rank, i, d.dist), hs);
     launch_check(in.buffers[i].get(), d.dtype, d.numel(), 0, in_before + i, hs);
   }
   std::vector<uint64_t> poisons;

@@ -70,7 +70,7 @@ double Session::allreduce_max(double v) {
 void Session::regenerate(TensorSet& set, uint64_t stream, CheckSlot* digest_slots) {
   for (size_t i = 0; i < step_->inputs.size(); ++i) {
     auto& d = step_->inputs[i];
-    launch_generate(set.buffers[i].get(), d.dtype, d.numel(), d.dist, rng::tensor_key(step_->seed, stream, plan_.rank, i),
+    launch_generate(set.buffers[i].get(), d.dtype, d.numel(), d.dist, input_key(step_->seed, stream, plan_.rank, i, d.dist),
                     rt_->stream());
     if (digest_slots) launch_check(set.buffers[i].get(), d.dtype, d.numel(), 0, digest_slots + i, rt_->stream());
   }

@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
         // Output = values regenerated on the host from the step's seed (a deterministic "solution").
         pkb::Dist dist;
         for (size_t i = 0; i < d.numel(); ++i)
-          pkb::generate_element(bytes.data(), d.dtype, dist, pkb::rng::tensor_key(step.seed, t, rank, 0), i);
+          pkb::generate_element(bytes.data(), d.dtype, dist, pkb::input_key(step.seed, t, rank, 0, dist), i);
         char hex[17];
         std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(pkb::digest_bytes(bytes.data(), bytes.size())));
         outs.push_back({{"name", d.name}, {"digest_return", hex}, {"digest_after", hex}, {"unwritten", 0}, {"nonfinite", 0},

@@ -165,6 +165,45 @@ TEST_P(Gpu, MpiLauncherGivesTheSameVerdicts) {
   EXPECT_TRUE(leftover_workers().empty());
 }
 
+// Two emulated hosts (PKB_EMULATE_NODES: one NCCL host id per group of ranks): the LSA team splits,
+// peers across the split are not load/store reachable, and every baseline and expert must still pass
+// (experts fall back to NCCL for such peers).
+TEST_P(Gpu, EmulatedNodesSplitTheLsaTeamAndEverythingStillPasses) {
+  std::string per_node = std::to_string(GetParam() / 2);
+  ::setenv("PKB_EMULATE_NODES", per_node.c_str(), 1);
+  // A probe solution proves the split took effect: it fails unless its LSA team is the emulated node.
+  fs::path probe = fs::temp_directory_path() / ("pkb_lsa_probe_" + std::to_string(::getpid()) + ".cu");
+  std::ofstream(probe) << R"SRC(#include <pkb/solution.h>
+#include <cstdlib>
+extern "C" int pkb_init(pkb_context* ctx) {
+  int want = std::atoi(std::getenv("PKB_EMULATE_NODES"));
+  if (ctx->topo.gpus_per_node != want || ctx->topo.all_pairs_p2p) {
+    ctx->set_error(ctx, "the LSA team was not split");
+    return 1;
+  }
+  return 0;
+}
+extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* out, int) {
+  PKB_NCCL(ctx, ncclAllReduce(in[0].data, out[0].data, pkb_numel(&in[0]), pkb_nccl_dtype(in[0].dtype), ncclSum, ctx->comm, ctx->stream));
+  return 0;
+}
+extern "C" int pkb_finalize(pkb_context*) { return 0; }
+)SRC";
+  auto pr = pkb({"eval", "1", "--solution", probe.string(), "--gpus", W(), "--trials", "1", "--iters", "10", "--warmup", "5"});
+  EXPECT_EQ(pr.record.value("status", ""), "ok") << pr.record.value("message", "") << "\n" << pr.err;
+  fs::remove(probe);
+  for (auto& e : fs::directory_iterator(fs::path(PKB_TEST_SOURCE_DIR) / "solutions" / "expert")) {
+    if (e.path().extension() != ".cu") continue;
+    std::string name = e.path().filename().string();
+    std::string id = name.substr(0, name.find('_'));
+    auto r = pkb({"eval", id, "--solution", e.path().string(), "--gpus", W(), "--trials", "2", "--iters", "20", "--warmup",
+                  "10"});
+    EXPECT_EQ(r.record.value("status", ""), "ok") << name << ": " << r.record.value("message", "") << "\n" << r.err;
+  }
+  ::unsetenv("PKB_EMULATE_NODES");
+  EXPECT_TRUE(leftover_workers().empty());
+}
+
 INSTANTIATE_TEST_SUITE_P(World, Gpu, ::testing::Values(2, 4), [](const auto& info) { return "W" + std::to_string(info.param); });
 
 struct Case {

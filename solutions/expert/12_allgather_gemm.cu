@@ -1,0 +1,170 @@
+// Expert solution for problem 12 (all-gather of the K-shards of A, then GEMM: C = [A_0 | ... |
+// A_{W-1}] B on every rank, with B rank-specific as in PKB).
+//
+// Numerics as the baseline: every output row is one full-K cuBLAS GEMM row (fp32 accumulation, one
+// rounding to D); only the way A_global is assembled changes.
+//
+// Variants (a function of M, N, K, W and the dtype only):
+//   single     small GEMMs (PKB's default shapes): one kernel stores this rank's shard into its
+//              column range of A_global on every rank (remote stores into the peers' copies of a
+//              symmetric buffer, its own copy locally), meets its peers (a rank's kernel ends only
+//              after every peer's stores into it have landed), then one cuBLAS GEMM on A_global.
+//              (W-1) M K/W e bytes out per rank (the all-gather minimum), two launches, one barrier;
+//              replaces NCCL's all-gather, a concatenation kernel and the GEMM.
+//   pipelined  larger GEMMs: M is cut into C chunks; the push kernel of chunk i (a high-priority
+//              side stream, at most 48 CTAs so that the GEMM keeps most SMs) runs while cuBLAS
+//              computes chunk i-1 on ctx->stream; GEMM i waits for push i through an event. Only the
+//              first chunk's transfer is exposed. C from a time model (GEMM ~600 TFLOP/s, link ~300
+//              GB/s, ~4 us per extra stage), chunks of >= 256 rows; PKBX_STAGES=<C> overrides it.
+//   NCCL       K/W x e not a multiple of 16 bytes, or no load/store peers: ncclAllGather, a
+//              concatenation kernel, cuBLAS.
+// Buffer reuse: A_global is double-buffered by call parity. Peers store into half k % 2 in call k
+// only after their call k-1 push kernels met this rank's, which started after this rank's call k-2
+// GEMMs (the last readers of that half) had finished.
+#include "fused.cuh"
+
+using namespace pkbx;
+
+namespace {
+
+constexpr int kAgThreads = 512;
+constexpr int kOverlapBlocks = 48;
+
+/// Rows [r0, r1) of this rank's shard (ppr packs per row) into columns [rank ppr, (rank+1) ppr) of
+/// every rank's A_global (kpr packs per row), then a barrier with the same block on every peer.
+template <typename T>
+__global__ void __launch_bounds__(kAgThreads)
+    ag_push(ncclDevComm dc, ncclWindow_t win, size_t off, const Pack<T>* __restrict__ a, long long r0, long long r1, int ppr,
+            int kpr, int W, int rank) {
+  Pack<T>* dst[kMaxW];
+#pragma unroll
+  for (int i = 0; i < kMaxW; ++i)
+    if (i < W) dst[i] = lsa_ptr<Pack<T>>(win, off, (rank + 1 + i) % W) + rank * ppr;  // own copy last
+  const size_t n = static_cast<size_t>(r1 - r0) * ppr;
+  for (size_t j = first_index(); j < n; j += grid_stride()) {
+    const size_t row = r0 + j / ppr, c = j % ppr;
+    const Pack<T> v = a[row * ppr + c];
+    const size_t o = row * kpr + c;
+#pragma unroll
+    for (int i = 0; i < kMaxW; ++i)
+      if (i < W) dst[i][o] = v;
+  }
+  barrier_at(dc, 0);
+}
+
+/// NCCL path: gathered [W][M][Kl] -> A_global [M][W Kl].
+template <typename T>
+__global__ void concat_k(const T* __restrict__ g, T* __restrict__ a, long long M, long long Kl, int W) {
+  const size_t total = static_cast<size_t>(M) * Kl * W;
+  for (size_t i = first_index(); i < total; i += grid_stride()) {
+    const size_t row = i / (Kl * W), col = i % (Kl * W), r = col / Kl, c = col % Kl;
+    a[i] = g[(r * M + row) * Kl + c];
+  }
+}
+
+struct State {
+  LazySymmetric sym;
+  SideStream side;
+  void* scratch = nullptr;  // NCCL path: gathered shards, then A_global
+  bool decided = false, fast = false;
+  int M = 0, N = 0, Kl = 0, C = 1;
+  size_t half = 0;
+  unsigned long long calls = 0;
+};
+
+template <typename T>
+struct AgGemm {
+  static int run(pkb_context* ctx, State* st, const pkb_tensor* in, pkb_tensor* out) {
+    const int W = ctx->world, M = st->M, N = st->N, Kl = st->Kl, K = Kl * W;
+    const size_t e = sizeof(T);
+    const pkb_dtype d = in[0].dtype;
+    if (!st->decided) {
+      st->decided = true;
+      st->fast = ctx->topo.all_pairs_p2p && W <= kMaxW && (static_cast<size_t>(Kl) * e) % 16 == 0;
+      if (st->fast) {
+        const double tc = (W - 1.0) * M * Kl * e / kLinkBytesPerSecond;
+        st->C = pick_stages(gemm_seconds(M, N, K, ctx->dtype), tc, M, 256);
+        st->half = round_up(static_cast<size_t>(M) * K * e, 256);
+        if (st->sym.ensure(ctx, 2 * st->half) != 0) return 1;
+        if (st->C > 1 && st->side.create() != 0) {
+          ctx->set_error(ctx, "cannot create the side stream");
+          return 1;
+        }
+      } else {
+        PKB_CUDA(ctx, cudaMalloc(&st->scratch, 2 * static_cast<size_t>(M) * K * e));
+      }
+    }
+    const T* A = static_cast<const T*>(in[0].data);
+    const T* B = static_cast<const T*>(in[1].data);
+    T* Cout = static_cast<T*>(out[0].data);
+    if (!st->fast) {
+      T* g = static_cast<T*>(st->scratch);
+      T* ag = g + static_cast<size_t>(M) * K;
+      PKB_NCCL(ctx, ncclAllGather(A, g, static_cast<size_t>(M) * Kl, pkb_nccl_dtype(d), ctx->comm, ctx->stream));
+      concat_k<T><<<blocks_for(static_cast<size_t>(M) * K / 8), kAgThreads, 0, ctx->stream>>>(g, ag, M, Kl, W);
+      PKB_LAUNCH(ctx);
+      PKB_CUBLAS(ctx, gemm_rm(ctx->cublas, d, M, N, K, ag, K, B, N, Cout, N));
+      return 0;
+    }
+    const size_t off = (st->calls++ % 2) * st->half;
+    const T* Ag = reinterpret_cast<const T*>(st->sym.local(off));
+    const int ppr = static_cast<int>(Kl * e / 16), kpr = ppr * W;
+    const auto* a = reinterpret_cast<const Pack<T>*>(A);
+    if (st->C == 1) {
+      ag_push<T><<<blocks_for(static_cast<size_t>(M) * ppr), kAgThreads, 0, ctx->stream>>>(
+          *ctx->devcomm, st->sym.buf.window, off, a, 0, M, ppr, kpr, W, ctx->rank);
+      PKB_LAUNCH(ctx);
+      PKB_CUBLAS(ctx, gemm_rm(ctx->cublas, d, M, N, K, Ag, K, B, N, Cout, N));
+      return 0;
+    }
+    // Pushes first (all on the side stream, after everything already on ctx->stream), then the GEMMs.
+    PKB_CUDA(ctx, stream_after(st->side.s, ctx->stream, st->side.ev[st->C]));
+    for (int i = 0; i < st->C; ++i) {
+      long long r0, r1;
+      stage_rows(M, st->C, i, 64, &r0, &r1);
+      if (r1 > r0) {
+        ag_push<T><<<std::min(blocks_for(static_cast<size_t>(r1 - r0) * ppr), kOverlapBlocks), kAgThreads, 0, st->side.s>>>(
+            *ctx->devcomm, st->sym.buf.window, off, a, r0, r1, ppr, kpr, W, ctx->rank);
+        PKB_LAUNCH(ctx);
+      }
+      PKB_CUDA(ctx, cudaEventRecord(st->side.ev[i], st->side.s));
+    }
+    for (int i = 0; i < st->C; ++i) {
+      long long r0, r1;
+      stage_rows(M, st->C, i, 64, &r0, &r1);
+      PKB_CUDA(ctx, cudaStreamWaitEvent(ctx->stream, st->side.ev[i], 0));  // the last wait joins the side stream
+      if (r1 > r0)
+        PKB_CUBLAS(ctx, gemm_rm(ctx->cublas, d, static_cast<int>(r1 - r0), N, K, Ag + r0 * K, K, B, N, Cout + r0 * N, N));
+    }
+    return 0;
+  }
+};
+
+}  // namespace
+
+extern "C" int pkb_init(pkb_context* ctx) {
+  ctx->user = new State{};
+  return 0;
+}
+
+extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* out, int) {
+  State* st = static_cast<State*>(ctx->user);
+  st->M = static_cast<int>(in[0].shape[0]);
+  st->Kl = static_cast<int>(in[0].shape[1]);
+  st->N = static_cast<int>(in[1].shape[1]);
+  int rc = dispatch_t<AgGemm>(in[0].dtype, ctx, st, in, out);
+  if (rc == 2) ctx->set_error(ctx, "unsupported dtype");
+  return rc == 0 ? 0 : 1;
+}
+
+extern "C" int pkb_finalize(pkb_context* ctx) {
+  State* st = static_cast<State*>(ctx->user);
+  if (!st) return 0;
+  if (st->side.s) cudaStreamSynchronize(st->side.s);
+  st->side.destroy();
+  int rc = st->sym.release(ctx);
+  if (st->scratch) cudaFree(st->scratch);
+  delete st;
+  ctx->user = nullptr;
+  return rc;
+}
