@@ -3,7 +3,9 @@
 # (default .gpu-check/): summary.txt, the JSON Lines records, calibration.json, report.html; every
 # log is packed into logs.tgz. A short summary is printed last.
 #   tools/gpu_check.sh [cpu] [smoke] [calibrate] [gputest] [agent] [batch] [self] [overhead] [sweeps] [mpi]
-#                      [problems] [experts]
+#                      [problems] [experts] [gemmfloor] [conformance]
+#   conformance (not a default stage): tools/conformance_all.sh --time against the PKB checkout in
+#   .pkb/ (docs/conformance.md); CONF_GPUS (default 2), CONF_SIZE, CONF_ARGS pass on to it
 #   GPU_TEST_FILTER=...  passes --gtest_filter to the GPU tests
 #   PROBLEMS="12 13"  SIZES="tiny default"  WORLDS="2"  what the problems/experts stages cover
 #   (problems: oracle run and baseline-as-candidate eval per size; experts: eval of each
@@ -164,9 +166,33 @@ if has mpi; then
   OUT="$LOGS" tools/bench_mpi_vs_local.sh >"$LOGS/mpi_vs_local.log" 2>&1
   cat "$LOGS/mpi_vs_local.log" >>"$SUMMARY"
 fi
+if has gemmfloor; then
+  stamp "overlapped GEMM experts against max(GEMM only, communication floor)"
+  w1=${WORLDS:-2}
+  OUT="$LOGS" tools/bench_gemm_floor.sh --gpus "${w1%% *}" --sizes "${SIZES:-default large}" >"$OUT/gemm_floor.md" \
+    2>"$LOGS/gemm_floor.log"
+  echo "gemm floor: rc=$?" >>"$SUMMARY"
+  cat "$OUT/gemm_floor.md" >>"$SUMMARY"
+fi
+if has conformance; then
+  stamp "conformance with PKB's PyTorch references (.pkb/), W=${CONF_GPUS:-2}"
+  conf="$PWD/results-local/conformance-gpu-check"  # dumps stay here: too large for logs.tgz
+  rm -rf "$conf"
+  # shellcheck disable=SC2086
+  tools/conformance_all.sh --gpus "${CONF_GPUS:-2}" ${CONF_SIZE:+--size "$CONF_SIZE"} --time --logs "$conf" \
+    ${CONF_ARGS:-} >"$LOGS/conformance.log" 2>&1
+  echo "conformance: rc=$? ($(tail -2 "$conf/table.md" 2>/dev/null | tr -d '\n'))" >>"$SUMMARY"
+  mkdir -p "$LOGS/conformance"
+  cp "$conf"/*.log "$conf"/table.md "$LOGS/conformance/" 2>/dev/null
+  cp "$conf/table.md" "$OUT/conformance.md" 2>/dev/null
+  for d in "$conf"/*/; do
+    [ -f "$d/pytorch/timing.json" ] && cp "$d/pytorch/timing.json" "$LOGS/conformance/$(basename "$d")-timing.json"
+  done
+fi
 stamp "done"
 echo
 cat "$SUMMARY"
 [ -f "$OUT/evals.jsonl" ] && python3 tools/records_table.py "$OUT/evals.jsonl"
 [ -f "$LOGS/calibrate.log" ] && tail -13 "$LOGS/calibrate.log"
+[ -f "$OUT/conformance.md" ] && cat "$OUT/conformance.md"
 true
