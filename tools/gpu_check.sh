@@ -61,7 +61,7 @@ if has calibrate; then
 fi
 if has gputest; then
   stamp "gpu tests ${GPU_TEST_FILTER:-}"
-  build/bin/gpu_test ${GPU_TEST_FILTER:+--gtest_filter=$GPU_TEST_FILTER} >"$LOGS/gpu_test.log" 2>&1
+  build/bin/gpu_test ${GPU_TEST_FILTER:+"--gtest_filter=$GPU_TEST_FILTER"} >"$LOGS/gpu_test.log" 2>&1  # quoted: nullglob
   echo "gpu tests: rc=$? ($(grep -E '^\[  (PASSED|FAILED)' "$LOGS/gpu_test.log" | tr '\n' ' '))" >>"$SUMMARY"
   grep -E '^\[       OK \]|^\[  FAILED  \]' "$LOGS/gpu_test.log" >>"$SUMMARY"
   grep -E 'Failure$' -A4 "$LOGS/gpu_test.log" | head -40 >>"$SUMMARY"
