@@ -32,6 +32,8 @@
  * (peers[r] on the host, peers_dev[r] on the device; peers[ctx->rank] == local), and the NCCL
  * window for the NCCL device API (ncclGetLsaPointer and friends). ctx->devcomm is an ncclDevComm
  * created by the harness with PKB_DEVCOMM_LSA_BARRIERS LSA barriers for the candidate's own use.
+ * Where NCCL offers no symmetric memory (ranks on several hosts without support for it),
+ * ctx->devcomm is NULL, ctx->topo.all_pairs_p2p is 0 and symmetric_alloc fails: use NCCL.
  * NVLink multicast (NVLS, multimem) is not available: it is switched off on the test machines.
  *
  * The ABI is plain C structs and function pointers so that the harness and a solution built by

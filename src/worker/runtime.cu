@@ -66,12 +66,16 @@ Runtime::Runtime(const WorkerPlan& plan) : plan_(plan), device_(plan.device) {
 
   ncclDevCommRequirements req{};
   req.lsaBarrierCount = PKB_DEVCOMM_LSA_BARRIERS;
-  NCCL_CHECK(ncclDevCommCreate(comm_, &req, &devcomm_));
-  ncclDevCommRequirements hreq{};
-  hreq.lsaBarrierCount = 1;
-  NCCL_CHECK(ncclDevCommCreate(comm_, &hreq, &harness_devcomm_));
-  devcomms_ = true;
-  lsa_world_ = harness_devcomm_.lsaSize == plan.world;
+  // NCCL gives no device communicator (and no symmetric memory) where the ranks span several hosts
+  // without the support for it (e.g. its socket transport, as under PKB_EMULATE_NODES): solutions
+  // then see ctx->devcomm == NULL, no load/store peers, and symmetric_alloc fails with a message.
+  if (ncclDevCommCreate(comm_, &req, &devcomm_) == ncclSuccess) {
+    ncclDevCommRequirements hreq{};
+    hreq.lsaBarrierCount = 1;
+    NCCL_CHECK(ncclDevCommCreate(comm_, &hreq, &harness_devcomm_));
+    devcomms_ = true;
+    lsa_world_ = harness_devcomm_.lsaSize == plan.world;
+  }
   barrier_buf_ = DeviceBuffer(sizeof(float));
 
   CUBLAS_CHECK(cublasCreate(&cublas_));
@@ -86,11 +90,11 @@ Runtime::Runtime(const WorkerPlan& plan) : plan_(plan), device_(plan.device) {
   ctx_.device = plan.device;
   ctx_.stream = stream_.get();
   ctx_.comm = comm_;
-  ctx_.devcomm = &devcomm_;
+  ctx_.devcomm = devcomms_ ? &devcomm_ : nullptr;
   ctx_.n_groups = static_cast<int>(groups_.size());
   ctx_.groups = groups_.data();
   ctx_.cublas = cublas_;
-  ctx_.topo.gpus_per_node = devcomm_.lsaSize;
+  ctx_.topo.gpus_per_node = devcomms_ ? devcomm_.lsaSize : 1;
   ctx_.topo.all_pairs_p2p = lsa_world_ ? 1 : 0;
   ctx_.topo.sm_count = prop.multiProcessorCount;
   ctx_.topo.l2_bytes = static_cast<size_t>(prop.l2CacheSize);
@@ -136,6 +140,11 @@ int Runtime::symmetric_alloc(pkb_context* ctx, size_t bytes, pkb_symmetric* out)
   Runtime* rt = self(ctx);
   if (!out || bytes == 0) {
     rt->error_ = "symmetric_alloc: need a non-zero size and an output struct";
+    return 1;
+  }
+  if (!rt->devcomms_) {
+    rt->error_ = "symmetric_alloc: this communicator has no symmetric memory (NCCL reports no support, e.g. ranks on "
+                 "several hosts); check ctx->devcomm != NULL and use NCCL collectives";
     return 1;
   }
   auto a = std::make_unique<SymAlloc>();
