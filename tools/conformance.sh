@@ -26,7 +26,8 @@ usage: tools/conformance.sh <problem> [--pkb PATH] [--gpus W] [--size S] [--tria
   --summary FILE  append the summary as one JSON line (conformance_all.sh collects them)
 
 Environment: PKB_BIN (default build/bin/pkb), TORCHRUN (default: torchrun on PATH, then
-/opt/torch/.venv/bin/torchrun, then python3 -m torch.distributed.run), PYTHON (default python3).
+/opt/torch/.venv/bin/torchrun, then python3 -m torch.distributed.run), PYTHON (default python3),
+CONFORMANCE_ARGS (more options for tools/conformance.py, e.g. "--io builtin --predelay-us 50").
 EOF
 }
 
@@ -102,6 +103,7 @@ fi
 # 2. PKB's PyTorch reference on the same inputs, one process per rank.
 conf_args=(--pkb "$PKB_DIR" --problem-dir "$ROOT/problems/$stem" --dump "$A" --out "$B" --iters "$ITERS")
 [ "$TIME" = 1 ] && conf_args+=(--time)
+if [ -n "${CONFORMANCE_ARGS:-}" ]; then read -r -a extra <<<"$CONFORMANCE_ARGS"; conf_args+=("${extra[@]}"); fi
 echo "[conformance] ${TR[*]} --standalone --nproc_per_node $world tools/conformance.py ${conf_args[*]}"
 "${TR[@]}" --standalone --nproc_per_node "$world" "$ROOT/tools/conformance.py" "${conf_args[@]}" 2>&1 | tee "$WORK/torchrun.log"
 rc=${PIPESTATUS[0]}

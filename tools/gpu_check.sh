@@ -3,7 +3,7 @@
 # (default .gpu-check/): summary.txt, the JSON Lines records, calibration.json, report.html; every
 # log is packed into logs.tgz. A short summary is printed last.
 #   tools/gpu_check.sh [cpu] [smoke] [calibrate] [gputest] [agent] [batch] [self] [overhead] [sweeps] [mpi]
-#                      [problems] [experts] [conformance]
+#                      [problems] [experts] [gemmfloor] [conformance]
 #   conformance (not a default stage): tools/conformance_all.sh --time against the PKB checkout in
 #   .pkb/ (docs/conformance.md); CONF_GPUS (default 2), CONF_SIZE, CONF_ARGS pass on to it
 #   GPU_TEST_FILTER=...  passes --gtest_filter to the GPU tests
@@ -61,7 +61,7 @@ if has calibrate; then
 fi
 if has gputest; then
   stamp "gpu tests ${GPU_TEST_FILTER:-}"
-  build/bin/gpu_test ${GPU_TEST_FILTER:+--gtest_filter=$GPU_TEST_FILTER} >"$LOGS/gpu_test.log" 2>&1
+  build/bin/gpu_test ${GPU_TEST_FILTER:+"--gtest_filter=$GPU_TEST_FILTER"} >"$LOGS/gpu_test.log" 2>&1  # quoted: nullglob
   echo "gpu tests: rc=$? ($(grep -E '^\[  (PASSED|FAILED)' "$LOGS/gpu_test.log" | tr '\n' ' '))" >>"$SUMMARY"
   grep -E '^\[       OK \]|^\[  FAILED  \]' "$LOGS/gpu_test.log" >>"$SUMMARY"
   grep -E 'Failure$' -A4 "$LOGS/gpu_test.log" | head -40 >>"$SUMMARY"
@@ -165,6 +165,14 @@ if has mpi; then
   stamp "mpirun launcher against the local one"
   OUT="$LOGS" tools/bench_mpi_vs_local.sh >"$LOGS/mpi_vs_local.log" 2>&1
   cat "$LOGS/mpi_vs_local.log" >>"$SUMMARY"
+fi
+if has gemmfloor; then
+  stamp "overlapped GEMM experts against max(GEMM only, communication floor)"
+  w1=${WORLDS:-2}
+  OUT="$LOGS" tools/bench_gemm_floor.sh --gpus "${w1%% *}" --sizes "${SIZES:-default large}" >"$OUT/gemm_floor.md" \
+    2>"$LOGS/gemm_floor.log"
+  echo "gemm floor: rc=$?" >>"$SUMMARY"
+  cat "$OUT/gemm_floor.md" >>"$SUMMARY"
 fi
 if has conformance; then
   stamp "conformance with PKB's PyTorch references (.pkb/), W=${CONF_GPUS:-2}"

@@ -334,7 +334,8 @@ class ScriptsWithFakes(unittest.TestCase):
     def test_one_problem_agrees_and_reports_both_times(self):
         work, summary = os.path.join(self.dir, "work"), os.path.join(self.dir, "s.jsonl")
         rc, out = run(["bash", os.path.join(TOOLS, "conformance.sh"), "1", "--pkb", self.checkout, "--gpus", "2",
-                       "--trials", "2", "--time", "--iters", "7", "--work", work, "--summary", summary], env=self.env)
+                       "--trials", "2", "--time", "--iters", "7", "--work", work, "--summary", summary],
+                      env=dict(self.env, CONFORMANCE_ARGS="--io builtin  --predelay-us 50"))
         self.assertEqual(rc, 0, out)
         last = out.strip().splitlines()[-1]
         self.assertIn("1_allreduce  W=2  size=tiny  fp32  agree=yes  pkb baseline 0.0250 ms  PyTorch 0.0200 ms  "
@@ -343,7 +344,8 @@ class ScriptsWithFakes(unittest.TestCase):
         argv = get(self.log).decode()
         self.assertIn(f"pkb run 1 --dump {work}/pkb --trials 2 --json {work}/run.jsonl --iters 7 --gpus 2 --perf", argv)
         self.assertIn(f"torchrun --standalone --nproc_per_node 2 {TOOLS}/conformance.py --pkb {self.checkout} "
-                      f"--problem-dir {SRC}/problems/1_allreduce --dump {work}/pkb --out {work}/pytorch --iters 7 --time", argv)
+                      f"--problem-dir {SRC}/problems/1_allreduce --dump {work}/pkb --out {work}/pytorch --iters 7 --time "
+                      "--io builtin --predelay-us 50", argv)
         self.assertIn(f"pkb compare {work}/pkb {work}/pytorch --atol 0.01 --rtol 0.01", argv)
         self.assertEqual(json.loads(get(summary))["agree"], "yes")
 

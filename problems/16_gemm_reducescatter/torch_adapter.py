@@ -1,0 +1,13 @@
+"""Problem 16: calls PKB's reference/16_gemm_reducescatter.py solution() on pkb's inputs."""
+UPSTREAM = "reference/16_gemm_reducescatter.py"
+
+
+# PKB's create_input_tensor returns (A_local [M, K/W], B_local [K/W, N]), both rank-specific. pkb
+# scales B_local's standard deviation by sqrt(512 / K) (1 at PKB's K = 512); the reference takes any
+# values.
+def make_args(inputs, ctx):
+    return (inputs["A_local"], inputs["B_local"])
+
+
+def to_outputs(result, inputs, ctx):
+    return {"C_local": result}
