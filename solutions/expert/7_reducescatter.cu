@@ -63,7 +63,7 @@ struct ReduceScatter {
 extern "C" int pkb_init(pkb_context* ctx) { return staging_init(ctx, ctx->world * tensor_bytes(ctx)); }
 
 extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* out, int) {
-  int rc = dispatch<ReduceScatter>(out[0].dtype, ctx->world, ctx, in[0], out[0]);
+  int rc = !ctx->user ? 2 : dispatch<ReduceScatter>(out[0].dtype, ctx->world, ctx, in[0], out[0]);
   if (rc != 2) return rc;
   PKB_NCCL(ctx, ncclReduceScatter(in[0].data, out[0].data, pkb_numel(&out[0]), pkb_nccl_dtype(out[0].dtype), ncclSum,
                                   ctx->comm, ctx->stream));
