@@ -46,6 +46,12 @@ std::string source(const fs::path& path) {
   return s;
 }
 
+/// Whether two ranks' inputs are drawn alike (per-rank ranges and split rows are listed per rank).
+bool same_draw(const Dist& x, const Dist& y) {
+  // A split's b is the rank, and its description does not name it.
+  return x.kind == y.kind && x.a == y.a && (x.b == y.b || x.kind == DistKind::split) && x.lo == y.lo && x.hi == y.hi && x.shared == y.shared;
+}
+
 std::string tensor_text(const TensorPlan& t) {
   std::string dims;
   for (size_t i = 0; i < t.shape.size(); ++i) dims += (i ? ", " : "") + std::to_string(t.shape[i]);
@@ -60,7 +66,9 @@ std::string tensor_list(const Instance& inst, bool inputs) {
   for (size_t i = 0; i < specs.size(); ++i) {
     auto get = [&](size_t r) -> const TensorPlan& { return inputs ? ranks[r].inputs[i] : ranks[r].outputs[i]; };
     for (size_t start = 0, r = 1; r <= ranks.size(); ++r) {
-      if (r < ranks.size() && get(r).shape == get(start).shape && get(r).dtype == get(start).dtype) continue;
+      if (r < ranks.size() && get(r).shape == get(start).shape && get(r).dtype == get(start).dtype &&
+          (!inputs || same_draw(get(r).dist, get(start).dist)))
+        continue;
       std::string who = start == r - 1 ? fmt::format("rank {}", start) : fmt::format("ranks {}-{}", start, r - 1);
       out += fmt::format("- [{}] `{}` on {}: {}", i, specs[i].name, who, tensor_text(get(start)));
       if (inputs) {
