@@ -90,14 +90,6 @@ std::string input_text(const TensorPlan& t) {
   return s;
 }
 
-/// Whether two ranks' tensors are drawn alike (a per-rank range or a split row prints per rank).
-bool same_values(const TensorPlan& a, const TensorPlan& b) {
-  const Dist &x = a.dist, &y = b.dist;
-  // A split's b is the rank, and its description does not name it.
-  return x.kind == y.kind && x.a == y.a && (x.b == y.b || x.kind == DistKind::split) && x.lo == y.lo && x.hi == y.hi && x.shared == y.shared &&
-         a.mutable_ == b.mutable_;
-}
-
 /// Prints ranks with identical tensors together ("ranks 1-3").
 void print_tensors(const Instance& inst, bool inputs) {
   const auto& ranks = inst.ranks;
@@ -107,7 +99,7 @@ void print_tensors(const Instance& inst, bool inputs) {
     for (int r = 1; r <= static_cast<int>(ranks.size()); ++r) {
       auto get = [&](int k) -> const TensorPlan& { return inputs ? ranks[k].inputs[i] : ranks[k].outputs[i]; };
       if (r < static_cast<int>(ranks.size()) && get(r).shape == get(start).shape && get(r).dtype == get(start).dtype &&
-          same_values(get(r), get(start)))
+          same_draw(get(r).dist, get(start).dist))
         continue;
       const TensorPlan& t = get(start);
       std::string who = start == r - 1 ? fmt::format("rank {}", start) : fmt::format("ranks {}-{}", start, r - 1);

@@ -40,6 +40,13 @@ struct Dist {
   int64_t slot = -1;     // key slot instead of the tensor index (>= 0: tensors with one slot share draws)
 };
 
+/// Whether two ranks' tensors are drawn alike, for listing ranks together (a split's `b` is the
+/// rank, which its description does not name).
+inline bool same_draw(const Dist& x, const Dist& y) {
+  return x.kind == y.kind && x.a == y.a && (x.b == y.b || x.kind == DistKind::split) && x.lo == y.lo &&
+         x.hi == y.hi && x.shared == y.shared && x.slot == y.slot;
+}
+
 /// The key slot of `split` matrices, offset so that it cannot meet a tensor index.
 inline constexpr int64_t kSplitSlotBase = 1 << 20;
 /// The rank that shared tensors are keyed with.

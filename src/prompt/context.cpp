@@ -46,12 +46,6 @@ std::string source(const fs::path& path) {
   return s;
 }
 
-/// Whether two ranks' inputs are drawn alike (per-rank ranges and split rows are listed per rank).
-bool same_draw(const Dist& x, const Dist& y) {
-  // A split's b is the rank, and its description does not name it.
-  return x.kind == y.kind && x.a == y.a && (x.b == y.b || x.kind == DistKind::split) && x.lo == y.lo && x.hi == y.hi && x.shared == y.shared;
-}
-
 std::string tensor_text(const TensorPlan& t) {
   std::string dims;
   for (size_t i = 0; i < t.shape.size(); ++i) dims += (i ? ", " : "") + std::to_string(t.shape[i]);
