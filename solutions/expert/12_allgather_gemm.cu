@@ -11,16 +11,24 @@
 //              after every peer's stores into it have landed), then one cuBLAS GEMM on A_global.
 //              (W-1) M K/W e bytes out per rank (the all-gather minimum), two launches, one barrier;
 //              replaces NCCL's all-gather, a concatenation kernel and the GEMM.
-//   pipelined  larger GEMMs: M is cut into C chunks; the push kernel of chunk i (a high-priority
-//              side stream, at most 48 CTAs so that the GEMM keeps most SMs) runs while cuBLAS
-//              computes chunk i-1 on ctx->stream; GEMM i waits for push i through an event. Only the
-//              first chunk's transfer is exposed. C from a time model (GEMM ~600 TFLOP/s, link ~300
-//              GB/s, ~4 us per extra stage), chunks of >= 256 rows; PKBX_STAGES=<C> overrides it.
+//   pipelined  larger GEMMs: M is cut into C chunks. On a high-priority side stream the copy engines
+//              write chunk i of this rank's shard into its column range of every rank's A_global
+//              (one strided cudaMemcpy2DAsync per rank, into the peers' mappings of the symmetric
+//              buffer, the own copy last), then a one-CTA kernel meets the peers (after it, every
+//              rank's chunk-i copies into this rank have completed); cuBLAS computes chunk i on
+//              ctx->stream once that barrier is through, while chunk i+1 moves. The copy engines
+//              leave every SM to the GEMM (an earlier version pushed with 48 CTAs of SM stores,
+//              which slowed the GEMM by more than the transfer it hid). Only the first chunk's
+//              transfer is exposed. C from a time model (GEMM ~600 TFLOP/s, link ~300 GB/s, ~4 us
+//              per extra stage), chunks of >= 256 rows; PKBX_STAGES=<C> overrides it. Tried and
+//              dropped (2 x H200, large size): chunks growing 1, 2, 4, 8, 8, ... with the own-shard
+//              copy on a second stream measured 2-7 % slower than uniform chunks.
 //   NCCL       K/W x e not a multiple of 16 bytes, or no load/store peers: ncclAllGather, a
 //              concatenation kernel, cuBLAS.
-// Buffer reuse: A_global is double-buffered by call parity. Peers store into half k % 2 in call k
-// only after their call k-1 push kernels met this rank's, which started after this rank's call k-2
-// GEMMs (the last readers of that half) had finished.
+// Buffer reuse: A_global is double-buffered by call parity. Peers write into half k % 2 in call k
+// only after their call k-1 push (or barrier) kernels met this rank's, which started after this
+// rank's call k-2 GEMMs (the last readers of that half) had finished: every call's side-stream work
+// starts after what ctx->stream held when the call began.
 #include "fused.cuh"
 
 using namespace pkbx;
@@ -28,7 +36,6 @@ using namespace pkbx;
 namespace {
 
 constexpr int kAgThreads = 512;
-constexpr int kOverlapBlocks = 48;
 
 /// Rows [r0, r1) of this rank's shard (ppr packs per row) into columns [rank ppr, (rank+1) ppr) of
 /// every rank's A_global (kpr packs per row), then a barrier with the same block on every peer.
@@ -51,6 +58,10 @@ __global__ void __launch_bounds__(kAgThreads)
   }
   barrier_at(dc, 0);
 }
+
+/// Meets the same kernel on every peer: launched after this rank's copies of a chunk, it returns
+/// once every rank's copies of that chunk (into this rank among others) have completed.
+__global__ void chunk_barrier(ncclDevComm dc) { barrier_at(dc, 0); }
 
 /// NCCL path: gathered [W][M][Kl] -> A_global [M][W Kl].
 template <typename T>
@@ -117,14 +128,21 @@ struct AgGemm {
       PKB_CUBLAS(ctx, gemm_rm(ctx->cublas, d, M, N, K, Ag, K, B, N, Cout, N));
       return 0;
     }
-    // Pushes first (all on the side stream, after everything already on ctx->stream), then the GEMMs.
+    // Copies and barriers first (all on the side stream, after everything already on ctx->stream),
+    // then the GEMMs, each after its chunk's barrier.
     PKB_CUDA(ctx, stream_after(st->side.s, ctx->stream, st->side.ev[st->C]));
+    const size_t pitch_src = static_cast<size_t>(Kl) * e, pitch_dst = static_cast<size_t>(K) * e;
+    const size_t col = static_cast<size_t>(ctx->rank) * Kl;
     for (int i = 0; i < st->C; ++i) {
       long long r0, r1;
       stage_rows(M, st->C, i, 64, &r0, &r1);
       if (r1 > r0) {
-        ag_push<T><<<std::min(blocks_for(static_cast<size_t>(r1 - r0) * ppr), kOverlapBlocks), kAgThreads, 0, st->side.s>>>(
-            *ctx->devcomm, st->sym.buf.window, off, a, r0, r1, ppr, kpr, W, ctx->rank);
+        const T* src = A + static_cast<size_t>(r0) * Kl;
+        for (int j = 1; j <= W; ++j) {  // peers first, own copy last
+          char* dst = static_cast<char*>(st->sym.buf.peers[(ctx->rank + j) % W]) + off + (static_cast<size_t>(r0) * K + col) * e;
+          PKB_CUDA(ctx, cudaMemcpy2DAsync(dst, pitch_dst, src, pitch_src, pitch_src, r1 - r0, cudaMemcpyDeviceToDevice, st->side.s));
+        }
+        chunk_barrier<<<1, 128, 0, st->side.s>>>(*ctx->devcomm);
         PKB_LAUNCH(ctx);
       }
       PKB_CUDA(ctx, cudaEventRecord(st->side.ev[i], st->side.s));

@@ -7,7 +7,7 @@
 // rank adds in the same order: all ranks return the same bits.
 //
 // Variants (the chunk count C and the reduction are functions of M, N, K, W and the dtype only):
-//   one-shot       every chunk at W = 2, small chunks at W > 2 (<= 512 KiB at W <= 4, 256 KiB
+//   one-shot       W = 2 with one stage, small chunks at W > 2 (<= 512 KiB at W <= 4, 256 KiB
 //                  above): the GEMM writes this rank's partial into this call's half of a symmetric
 //                  buffer; the reduction kernel meets its peers (their reduction of the chunk starts
 //                  only after their GEMM of it, so one barrier proves the whole chunk is there),
@@ -21,10 +21,19 @@
 //                  shapes the all-reduce dominates and one stage (two launches) wins; with large K the
 //                  GEMM dominates and up to 8 stages hide the reduction behind it. PKBX_STAGES=<C>
 //                  overrides the model.
+//   copy engine    W = 2 and C > 1 (large products): as pipelined, but once the GEMM of chunk i is
+//                  done the copy engines write it into the peer's landing zone (one cudaMemcpyAsync
+//                  into the peer's mapping of the symmetric buffer, side stream), and the reduction
+//                  kernel (barrier: the peer's copy of the chunk has completed) reads only local
+//                  memory. The SMs then spend a local HBM pass per chunk on the reduction instead of
+//                  waiting on NVLink loads for the whole transfer while the GEMM wants them. At W = 2
+//                  one push per rank is the all-reduce minimum; at W > 2 a push to every peer would
+//                  send (W-1) S, so the SM variants stay there.
 //   NCCL           N x e not a multiple of 16 bytes, or no load/store peers: cuBLAS + ncclAllReduce.
-// Buffer reuse: the partials (and published slices) are double-buffered by call parity; a rank
-// writes half k % 2 in call k only after its call k-1 reductions met every peer's call k-1
-// reductions, which run after those peers finished every read of call k-2 (same half).
+// Buffer reuse: the partials (and published slices, landing zones) are double-buffered by call
+// parity; a rank writes half k % 2 (its own, or a peer's landing zone) in call k only after its call
+// k-1 reductions met every peer's call k-1 reductions, which run after those peers finished every
+// read of call k-2 (same half).
 #include "fused.cuh"
 
 using namespace pkbx;
@@ -76,10 +85,24 @@ __global__ void __launch_bounds__(kRedThreads)
   }
 }
 
+/// Copy-engine variant: after the barrier (the peers' copies of this chunk into `land` have
+/// completed), sum the own partial and the landed ones, all local memory.
+template <typename T>
+__global__ void __launch_bounds__(kRedThreads)
+    ar_landed(ncclDevComm dc, const Pack<T>* __restrict__ own, const Pack<T>* __restrict__ land, size_t slot_packs,
+              Pack<T>* __restrict__ out, size_t base, size_t n, int W, int rank) {
+  barrier_at(dc, 0);
+  const Pack<T>* src[kMaxW];
+#pragma unroll
+  for (int p = 0; p < kMaxW; ++p)
+    if (p < W) src[p] = (p == rank ? own : land + p * slot_packs) + base;
+  for (size_t j = first_index(); j < n; j += grid_stride()) out[base + j] = sum_srcs<T>(src, W, j);
+}
+
 struct State {
   LazySymmetric sym;
   SideStream side;
-  bool decided = false, fast = false, any_twoshot = false;
+  bool decided = false, fast = false, any_twoshot = false, ce = false;
   int M = 0, N = 0, K = 0, C = 1;
   size_t p_bytes = 0, half = 0;
   unsigned long long calls = 0;
@@ -106,8 +129,10 @@ struct GemmAr {
           stage_rows(M, st->C, i, 64, &r0, &r1);
           st->any_twoshot |= use_twoshot(W, static_cast<size_t>(r1 - r0) * N * e);
         }
+        st->ce = W == 2 && st->C > 1;
         st->p_bytes = round_up(static_cast<size_t>(M) * N * e, 256);
-        st->half = st->p_bytes * (st->any_twoshot ? 2 : 1);
+        // per half: [P][published slices if two-shot] or, copy engine, [P][W landing slots]
+        st->half = st->p_bytes * (st->ce ? 1 + W : st->any_twoshot ? 2 : 1);
         if (st->sym.ensure(ctx, 2 * st->half) != 0) return 1;
         if (st->C > 1 && st->side.create() != 0) {
           ctx->set_error(ctx, "cannot create the side stream");
@@ -139,7 +164,17 @@ struct GemmAr {
       }
       const size_t base = r0 * row_packs, n = (r1 - r0) * row_packs;
       auto* o = reinterpret_cast<Pack<T>*>(Cout);
-      if (use_twoshot(W, n * 16))
+      if (st->ce) {
+        const size_t slot = static_cast<size_t>(M) * row_packs;  // packs per landing slot
+        for (int j = 1; j < W; ++j) {
+          const int q = (ctx->rank + j) % W;
+          char* dst = static_cast<char*>(st->sym.buf.peers[q]) + off_q + (ctx->rank * slot + base) * 16;
+          PKB_CUDA(ctx, cudaMemcpyAsync(dst, P + r0 * N, n * 16, cudaMemcpyDeviceToDevice, rs));
+        }
+        ar_landed<T><<<blocks_for(n), kRedThreads, 0, rs>>>(*ctx->devcomm, reinterpret_cast<const Pack<T>*>(P),
+                                                            reinterpret_cast<const Pack<T>*>(st->sym.local(off_q)), slot, o,
+                                                            base, n, W, ctx->rank);
+      } else if (use_twoshot(W, n * 16))
         ar_twoshot<T><<<blocks_for((n + W - 1) / W), kRedThreads, 0, rs>>>(*ctx->devcomm, st->sym.buf.window, off_p, off_q, o,
                                                                              base, n, W, ctx->rank);
       else

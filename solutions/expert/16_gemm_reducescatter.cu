@@ -12,13 +12,17 @@
 //              proves its whole product is there), pull row block `rank` from every rank, sum.
 //              (W-1)/W S in per rank, two launches, one barrier.
 //   pipelined  larger products: the GEMM is split by destination row block, computed in the order
-//              rank+1, rank+2, ..., rank (own block last); as soon as block q is done a push kernel on
-//              a high-priority side stream stores it into rank q's landing zone (slot = this rank,
-//              remote stores, no barrier), while ctx->stream computes the next block. After the
-//              own block, one kernel meets every peer and sums the W slots (own block read
-//              locally). Every push but the first overlaps a GEMM; the time model (GEMM ~600
-//              TFLOP/s, link ~300 GB/s, ~4 us per extra stage) picks it when that pays
-//              (PKBX_STAGES=1 forces the pull variant, >1 this one).
+//              rank+1, rank+2, ..., rank (own block last); as soon as block q is done the copy
+//              engines write it into rank q's landing zone (slot = this rank; one cudaMemcpyAsync
+//              into the peer's mapping of the symmetric buffer, on a high-priority side stream),
+//              while ctx->stream computes the next block. After the own block, one kernel meets
+//              every peer (a peer's final kernel starts after its copies have completed, so one
+//              barrier proves every slot landed) and sums the W slots (own block read locally).
+//              Every copy but the first overlaps a GEMM, and the copies take no SMs from it (an
+//              earlier version pushed with 32 CTAs of SM stores: 1.39x of max(GEMM only, link
+//              floor) at the large size, against this one's figure in docs/results/compute-comm.md).
+//              The time model (GEMM ~600 TFLOP/s, link ~300 GB/s, ~4 us per extra stage) picks it
+//              when that pays (PKBX_STAGES=1 forces the pull variant, >1 this one).
 //   NCCL       N x e not a multiple of 16 bytes, M not divisible by W, or no load/store peers:
 //              cuBLAS + ncclReduceScatter.
 // Buffer reuse: whatever peers read or write (the pull variant's products, the landing zones) is
@@ -32,7 +36,6 @@ using namespace pkbx;
 namespace {
 
 constexpr int kRsThreads = 512;
-constexpr int kPushBlocks = 32;  // remote stores saturate NVLink with ~16-32 CTAs; leave SMs to the GEMM
 
 template <typename T>
 __global__ void __launch_bounds__(kRsThreads)
@@ -43,14 +46,6 @@ __global__ void __launch_bounds__(kRsThreads)
   for (int p = 0; p < kMaxW; ++p)
     if (p < W) src[p] = lsa_ptr<const Pack<T>>(win, off, p) + base;
   for (size_t j = first_index(); j < n; j += grid_stride()) out[j] = sum_srcs<T>(src, W, j);
-}
-
-template <typename T>
-__global__ void __launch_bounds__(kRsThreads)
-    rs_push(const Pack<T>* __restrict__ src, ncclWindow_t win, size_t off, int peer, size_t dst_base, size_t n) {
-  Pack<T>* dst = lsa_ptr<Pack<T>>(win, off, peer) + dst_base;
-  for (size_t j = first_index(); j < n; j += grid_stride()) dst[j] = src[j];
-  __threadfence_system();  // the stores are performed before the final kernel's barrier announces them
 }
 
 template <typename T>
@@ -130,9 +125,8 @@ struct GemmRs {
       PKB_CUBLAS(ctx, gemm_rm(ctx->cublas, d, Mb, N, K, A + static_cast<size_t>(q) * Mb * K, K, B, N, Pq, N));
       if (q == rank) continue;
       PKB_CUDA(ctx, stream_after(st->side.s, ctx->stream, st->side.ev[i]));
-      rs_push<T><<<std::min(blocks_for(n), kPushBlocks), kRsThreads, 0, st->side.s>>>(
-          reinterpret_cast<const Pack<T>*>(Pq), st->sym.buf.window, off_l, q, rank * n, n);
-      PKB_LAUNCH(ctx);
+      char* slot = static_cast<char*>(st->sym.buf.peers[q]) + off_l + static_cast<size_t>(rank) * n * 16;
+      PKB_CUDA(ctx, cudaMemcpyAsync(slot, Pq, n * 16, cudaMemcpyDeviceToDevice, st->side.s));
     }
     PKB_CUDA(ctx, stream_after(ctx->stream, st->side.s, st->side.ev[W]));
     rs_final<T><<<blocks_for(n), kRsThreads, 0, ctx->stream>>>(*ctx->devcomm, st->sym.buf.window, off_l,
