@@ -30,8 +30,11 @@
  * Symmetric memory: ctx->symmetric_alloc is collective (every rank calls it with the same size,
  * in the same order). It returns this rank's buffer, every peer's buffer mapped into this process
  * (peers[r] on the host, peers_dev[r] on the device; peers[ctx->rank] == local), and the NCCL
- * window for the NCCL device API (ncclGetLsaPointer and friends). ctx->devcomm is an ncclDevComm
- * created by the harness with PKB_DEVCOMM_LSA_BARRIERS LSA barriers for the candidate's own use.
+ * window for the NCCL device API (ncclGetLsaPointer and friends). A peer's host pointer is also a
+ * valid cudaMemcpyAsync / cudaMemcpy2DAsync destination: the copy engines then move the data and
+ * leave the SMs to compute (the experts for 12, 13, 16 and 45 overlap their GEMMs and norms with
+ * such copies). ctx->devcomm is an ncclDevComm created by the harness with
+ * PKB_DEVCOMM_LSA_BARRIERS LSA barriers for the candidate's own use.
  * Where NCCL offers no symmetric memory (ranks on several hosts without support for it),
  * ctx->devcomm is NULL, ctx->topo.all_pairs_p2p is 0 and symmetric_alloc fails: use NCCL.
  * NVLink multicast (NVLS, multimem) is not available: it is switched off on the test machines.
