@@ -27,7 +27,7 @@ bool is_reference_word(const std::string& s) { return s == "reference" || s == "
 
 }  // namespace
 
-Prepared prepare(const EvalOptions& opts) {
+Prepared prepare(const EvalOptions& opts, const std::vector<std::string>& size_classes) {
   Prepared p;
   auto all = discover_problems(problems_dir(opts.problems_dir));
   const ProblemEntry& entry = find_problem(all, opts.problem);
@@ -51,6 +51,11 @@ Prepared prepare(const EvalOptions& opts) {
   if (opts.timeout_s <= 0) fail(Errc::invalid_argument, "--timeout must be positive");
   if (opts.launcher != "local" && opts.launcher != "mpi")
     fail(Errc::invalid_argument, "--launcher is local or mpi, not '" + opts.launcher + "'");
+  if (!opts.size.empty()) p.spec.require_size(opts.size);
+  p.spec.require_dtype(*dtype);
+  if (opts.gpus > 0) p.spec.require_world(opts.gpus);
+  for (auto& name : size_classes)
+    if (name != "all") p.spec.require_size(name);
   p.sys = probe_system();
   if (p.sys.gpu_count == 0)
     fail(Errc::invalid_argument, "no GPU is visible (" + p.sys.error + "); pkb run/eval need 2 or more NVLink GPUs");

@@ -21,8 +21,10 @@ struct Prepared {
   std::optional<HardwareFacts> calibration;  // this machine's `pkb calibrate`, if any
 };
 
-/// Resolves the problem, sizes, dtype and GPU count; throws on bad input.
-Prepared prepare(const EvalOptions& opts);
+/// Resolves the problem, sizes, dtype and GPU count; throws on bad input. Everything that can be
+/// checked without GPUs (problem, solution file, options, the size class and `size_classes`, a
+/// sweep's list where "all" stands for every class) is checked before the GPUs are probed.
+Prepared prepare(const EvalOptions& opts, const std::vector<std::string>& size_classes = {});
 
 /// Record fields common to every flow, for one instance.
 EvalRecord start_record(const EvalOptions& opts, const Prepared& p, const Instance& inst, const char* kind);

@@ -118,7 +118,7 @@ std::vector<std::unique_ptr<Instance>> sweep_instances(const Prepared& p, const 
 
 std::vector<SweepRow> run_sweep(const SweepOptions& o) {
   auto t0 = Clock::now();
-  Prepared p = prepare(o.eval);
+  Prepared p = prepare(o.eval, o.classes);
   bool with_candidate = !p.solution_is_reference;
   std::vector<std::unique_ptr<Instance>> insts = sweep_instances(p, o);
   std::vector<SweepRow> rows;

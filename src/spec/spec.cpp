@@ -336,6 +336,26 @@ const SizeClass* Spec::find_size(std::string_view n) const {
   return nullptr;
 }
 
+void Spec::require_world(int world) const {
+  if (world < min_world || world > max_world)
+    fail(Errc::invalid_argument, stem + " runs on " + std::to_string(min_world) + " to " + std::to_string(max_world) +
+                                     " GPUs, not " + std::to_string(world));
+}
+
+void Spec::require_dtype(DType d) const {
+  if (std::find(dtypes.begin(), dtypes.end(), d) != dtypes.end()) return;
+  std::string list;
+  for (auto x : dtypes) list += (list.empty() ? "" : ", ") + std::string(to_string(x));
+  fail(Errc::invalid_argument, stem + " does not support dtype " + std::string(to_string(d)) + " (supported: " + list + ")");
+}
+
+const SizeClass& Spec::require_size(std::string_view n) const {
+  if (const SizeClass* sc = find_size(n)) return *sc;
+  std::string list;
+  for (auto& s : sizes) list += (list.empty() ? "" : ", ") + s.name;
+  fail(Errc::invalid_argument, stem + " has no size class '" + std::string(n) + "' (sizes: " + list + ")");
+}
+
 Tolerance Spec::tolerance_for(DType d) const {
   for (auto& [k, t] : tolerance_by_dtype)
     if (k == d) return t;
@@ -536,21 +556,10 @@ Instance resolve(const Spec& spec, int world, const SizeChoice& size, DType dtyp
   inst.spec = &spec;
   inst.world = world;
   inst.dtype = dtype;
-  if (world < spec.min_world || world > spec.max_world)
-    fail(Errc::invalid_argument, spec.stem + " runs on " + std::to_string(spec.min_world) + " to " +
-                                     std::to_string(spec.max_world) + " GPUs, not " + std::to_string(world));
-  if (std::find(spec.dtypes.begin(), spec.dtypes.end(), dtype) == spec.dtypes.end()) {
-    std::string list;
-    for (auto d : spec.dtypes) list += (list.empty() ? "" : ", ") + std::string(to_string(d));
-    fail(Errc::invalid_argument, spec.stem + " does not support dtype " + std::string(to_string(dtype)) + " (supported: " + list + ")");
-  }
+  spec.require_world(world);
+  spec.require_dtype(dtype);
   inst.size_name = size.name.empty() ? spec.default_size : size.name;
-  const SizeClass* sc = spec.find_size(inst.size_name);
-  if (!sc) {
-    std::string list;
-    for (auto& s : spec.sizes) list += (list.empty() ? "" : ", ") + s.name;
-    fail(Errc::invalid_argument, spec.stem + " has no size class '" + inst.size_name + "' (sizes: " + list + ")");
-  }
+  const SizeClass* sc = &spec.require_size(inst.size_name);
   Vars& v = inst.vars;
   v["W"] = world;
   v["e"] = static_cast<double>(dtype_size(dtype));

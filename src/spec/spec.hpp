@@ -84,6 +84,11 @@ struct Spec {
   std::string hash;  // sha256 over spec.toml, reference.cu and oracle.cpp
 
   const SizeClass* find_size(std::string_view name) const;
+  /// find_size, or Error(invalid_argument) naming the size classes there are.
+  const SizeClass& require_size(std::string_view name) const;
+  /// Error(invalid_argument) with the allowed range / list unless `world` / `d` is supported.
+  void require_world(int world) const;
+  void require_dtype(DType d) const;
   Tolerance tolerance_for(DType d) const;
   std::filesystem::path reference_path() const { return dir / "reference.cu"; }
 };

@@ -9,9 +9,8 @@
 #include <filesystem>
 #include <thread>
 
-#include "core/files.hpp"
 #include "fake_llm.hpp"
-#include "proc/process.hpp"
+#include "pkb_cli.hpp"
 
 namespace pkb {
 namespace {
@@ -20,19 +19,10 @@ using fake::FakeLlmServer;
 using fake::Reply;
 using nlohmann::json;
 
-struct PkbResult {
-  int rc = -1;
-  std::string out, err;
-};
+using testing::PkbResult;
 
 PkbResult pkb(const std::vector<std::string>& args, const fs::path& cwd) {
-  SpawnOptions o;
-  o.argv = {std::string(PKB_TEST_BINARY_DIR) + "/bin/pkb"};
-  o.argv.insert(o.argv.end(), args.begin(), args.end());
-  o.cwd = cwd;
-  o.env_set = {{"PKB_LLM_TEST_KEY", "sk-cli"}};
-  auto r = run_command(o, std::chrono::seconds(60));
-  return {r.exit.exited ? r.exit.code : 128 + r.exit.signal, r.out, r.err};
+  return testing::run_pkb(args, cwd, {{"PKB_LLM_TEST_KEY", "sk-cli"}});
 }
 
 class GenCli : public ::testing::Test {
