@@ -31,7 +31,7 @@ class RunEvalEvaluator : public BatchEvaluator {
  public:
   explicit RunEvalEvaluator(EvalOptions base) : base_(std::move(base)) {
     auto d = parse_dtype(base_.dtype);
-    if (!d) fail(Errc::invalid_argument, "unknown dtype '" + base_.dtype + "' (bf16, fp16, fp32, ...)");
+    if (!d) fail(Errc::invalid_argument, "unknown dtype '" + base_.dtype + "' (" + dtype_names() + ")");
     dtype_ = *d;
     SystemInfo sys = probe_system();
     if (sys.gpu_count == 0)

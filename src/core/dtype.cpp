@@ -41,6 +41,12 @@ std::optional<DType> parse_dtype(std::string_view s) {
   return std::nullopt;
 }
 
+std::string dtype_names() {
+  std::string out;
+  for (auto& n : kNames) out += (out.empty() ? "" : ", ") + std::string(n.name);
+  return out;
+}
+
 std::string_view safetensors_name(DType d) {
   for (auto& n : kNames)
     if (n.d == d) return n.safetensors;

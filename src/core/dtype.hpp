@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "core/dist.hpp"
@@ -43,6 +44,8 @@ PKB_HD bool is_floating(DType d) {
 std::string_view to_string(DType d);
 /// Accepts the short names and the PyTorch spellings (bfloat16, float16, half, float32, float, ...).
 std::optional<DType> parse_dtype(std::string_view s);
+/// Every dtype name parse_dtype accepts first, comma-separated, for error messages.
+std::string dtype_names();
 /// The safetensors dtype tag (BF16, F16, F32, ...).
 std::string_view safetensors_name(DType d);
 std::optional<DType> parse_safetensors_dtype(std::string_view s);

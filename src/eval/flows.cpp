@@ -44,7 +44,7 @@ Prepared prepare(const EvalOptions& opts, const std::vector<std::string>& size_c
       fail(Errc::invalid_argument, "solution file " + opts.solution + " is not a readable file");
   }
   auto dtype = parse_dtype(opts.dtype);
-  if (!dtype) fail(Errc::invalid_argument, "unknown dtype '" + opts.dtype + "' (bf16, fp16, fp32, ...)");
+  if (!dtype) fail(Errc::invalid_argument, "unknown dtype '" + opts.dtype + "' (" + dtype_names() + ")");
   if (opts.trials < 1) fail(Errc::invalid_argument, "--trials must be at least 1");
   if (opts.iters < 1 && opts.perf) fail(Errc::invalid_argument, "--iters must be at least 1");
   if (opts.warmup < 0) fail(Errc::invalid_argument, "--warmup cannot be negative");
