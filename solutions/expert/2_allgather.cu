@@ -3,7 +3,9 @@
 // Variants:
 //   pull  every size: each rank copies its input into this call's staging half (and its own output
 //         slot), one barrier, then pulls the W-1 other shards straight into its output — (W-1) S
-//         bytes in per rank (the minimum), one barrier, no extra local copy of the W S output.
+//         bytes in per rank (the minimum), no extra local copy of the W S output. Large inputs are
+//         pipelined in chunks (expert.cuh `pipeline`): the copy-in of chunk c + 1 runs beside the
+//         pulls of chunk c, one barrier per chunk.
 //   NCCL  W not in {2, 4, 8}, or S not a multiple of 16 bytes.
 #include "expert.cuh"
 
@@ -11,17 +13,24 @@ using namespace pkbx;
 
 namespace {
 
+/// Phase 0: this rank's input into its staging half and its own output slot. Phase 1: the W-1 other
+/// shards pulled from the peers' staging straight into the output.
 template <typename T, int W>
-__global__ void __launch_bounds__(kThreads) gather_pull(ncclDevComm dc, ncclWindow_t win, size_t off, const Pack<T>* in,
-                                                        Pack<T>* out, size_t n, int rank) {
-  Pack<T>* mine = static_cast<Pack<T>*>(ncclGetLocalPointer(win, off));
-  for (size_t j = first_index(); j < n; j += grid_stride()) {
-    Pack<T> x = in[j];
-    mine[j] = x;
-    out[rank * n + j] = x;
-  }
-  barrier(dc);
-  for (size_t j = first_index(); j < n; j += grid_stride()) {
+struct GatherPull {
+  ncclWindow_t win;
+  size_t off;
+  Pack<T>* mine;
+  const Pack<T>* in;
+  Pack<T>* out;
+  size_t n;
+  int rank;
+  __device__ void operator()(int phase, size_t j) const {
+    if (phase == 0) {
+      Pack<T> x = in[j];
+      mine[j] = x;
+      out[rank * n + j] = x;
+      return;
+    }
     Pack<T> x[W];
 #pragma unroll
     for (int s = 0; s < W; ++s)
@@ -30,7 +39,7 @@ __global__ void __launch_bounds__(kThreads) gather_pull(ncclDevComm dc, ncclWind
     for (int s = 0; s < W; ++s)
       if (s != rank) out[s * n + j] = x[s];
   }
-}
+};
 
 template <typename T, int W>
 struct AllGather {
@@ -40,11 +49,9 @@ struct AllGather {
     if (bytes % 16 != 0 || bytes > st->half) return 2;
     size_t n = bytes / 16;
     size_t off = st->next_half();
-    gather_pull<T, W><<<blocks_for(n), kThreads, 0, ctx->stream>>>(*ctx->devcomm, st->buf.window, off,
-                                                                    static_cast<const Pack<T>*>(in.data),
-                                                                    static_cast<Pack<T>*>(out.data), n, ctx->rank);
-    PKB_LAUNCH(ctx);
-    return 0;
+    GatherPull<T, W> f{st->buf.window, off, st->packs<T>(off), static_cast<const Pack<T>*>(in.data),
+                       static_cast<Pack<T>*>(out.data), n, ctx->rank};
+    return launch_pipelined<2>(ctx, n, f);
   }
 };
 

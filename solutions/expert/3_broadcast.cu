@@ -6,86 +6,91 @@
 //   split-pull   larger S: the root stages its input, barrier, rank r pulls slice r from the root
 //                and republishes it, barrier, every rank pulls each slice from the rank that holds
 //                it. The root's link carries 2 (W-1)/W S (1.5 S at W = 4 instead of 3 S).
-//   NCCL         S > 16 MiB (NCCL's pipelined broadcast overlaps what the copy-in serialises:
-//                measured 0.95x at 32 MiB, W=2); also W not in {2, 4, 8}, or S does not split
-//                into 16-byte packs per slice.
+//   Both are pipelined in chunks for large S (expert.cuh `pipeline`): the root's copy-in of chunk
+//   c + 1 runs beside the pulls of chunk c. (Without that, NCCL's pipelined broadcast won above
+//   16 MiB: 0.95x at 32 MiB, W=2.)
+//   NCCL         W not in {2, 4, 8}, or S does not split into 16-byte packs per slice.
 #include "expert.cuh"
 
 using namespace pkbx;
 
 namespace {
 
+/// One-shot. Phase 0 (root): the input into staging and its output. Phase 1 (others): all of it
+/// pulled from the root's staging.
 template <typename T, int W>
-__global__ void __launch_bounds__(kThreads) bcast_oneshot(ncclDevComm dc, ncclWindow_t win, size_t off, const Pack<T>* in,
-                                                          Pack<T>* out, size_t n, int rank, int root) {
-  if (rank == root) {
-    Pack<T>* mine = static_cast<Pack<T>*>(ncclGetLocalPointer(win, off));
-    for (size_t j = first_index(); j < n; j += grid_stride()) {
+struct OneShot {
+  ncclWindow_t win;
+  size_t off;
+  Pack<T>* mine;
+  const Pack<T>* in;
+  Pack<T>* out;
+  int rank, root;
+  __device__ void operator()(int phase, size_t j) const {
+    if (phase == 0 && rank == root) {
       Pack<T> x = in[j];
       mine[j] = x;
       out[j] = x;
+    } else if (phase == 1 && rank != root) {
+      out[j] = peer_pack<T>(win, off, root)[j];
     }
   }
-  barrier(dc);
-  if (rank != root) {
-    const Pack<T>* src = peer_pack<T>(win, off, root);
-    for (size_t j = first_index(); j < n; j += grid_stride()) out[j] = src[j];
-  }
-}
+};
 
+/// Split-pull over slices j of every one of the W slices. Phase 0 (root): the input into staging and
+/// its output. Phase 1 (others): slice `rank` pulled from the root and republished in own staging.
+/// Phase 2 (others): each other slice pulled from the rank that holds it (the root holds them all).
 template <typename T, int W>
-__global__ void __launch_bounds__(kThreads) bcast_split(ncclDevComm dc, ncclWindow_t win, size_t off, const Pack<T>* in,
-                                                        Pack<T>* out, size_t slice, int rank, int root) {
-  Pack<T>* mine = static_cast<Pack<T>*>(ncclGetLocalPointer(win, off));
-  if (rank == root)
-    for (size_t j = first_index(); j < slice; j += grid_stride())
+struct SplitPull {
+  ncclWindow_t win;
+  size_t off;
+  Pack<T>* mine;
+  const Pack<T>* in;
+  Pack<T>* out;
+  size_t slice;
+  int rank, root;
+  __device__ void operator()(int phase, size_t j) const {
+    if (phase == 0) {
+      if (rank != root) return;
 #pragma unroll
       for (int s = 0; s < W; ++s) {
         Pack<T> x = in[s * slice + j];
         mine[s * slice + j] = x;
         out[s * slice + j] = x;
       }
-  barrier(dc);
-  if (rank != root) {
-    const Pack<T>* src = peer_pack<T>(win, off, root);
-    for (size_t j = first_index(); j < slice; j += grid_stride()) {
-      Pack<T> x = src[rank * slice + j];
-      mine[rank * slice + j] = x;
-      out[rank * slice + j] = x;
-    }
-  }
-  barrier(dc);
-  if (rank != root)
-    for (size_t j = first_index(); j < slice; j += grid_stride()) {
+    } else if (rank != root) {
+      if (phase == 1) {
+        Pack<T> x = peer_pack<T>(win, off, root)[rank * slice + j];
+        mine[rank * slice + j] = x;
+        out[rank * slice + j] = x;
+        return;
+      }
       Pack<T> x[W];
 #pragma unroll
       for (int s = 0; s < W; ++s)
-        if (s != rank) x[s] = peer_pack<T>(win, off, s)[s * slice + j];  // the root holds every slice
+        if (s != rank) x[s] = peer_pack<T>(win, off, s)[s * slice + j];
 #pragma unroll
       for (int s = 0; s < W; ++s)
         if (s != rank) out[s * slice + j] = x[s];
     }
-}
+  }
+};
 
 template <typename T, int W>
 struct Broadcast {
   static int run(pkb_context* ctx, const pkb_tensor& in, pkb_tensor& out) {
     Staging* st = static_cast<Staging*>(ctx->user);
     size_t bytes = static_cast<size_t>(pkb_numel(&in)) * sizeof(T);
-    if (bytes % (16 * W) != 0 || bytes > st->half || bytes > (16u << 20)) return 2;
+    if (bytes % (16 * W) != 0 || bytes > st->half) return 2;
     size_t n = bytes / 16;
     size_t off = st->next_half();
     int root = static_cast<int>(ctx->param(ctx, "root", 0));
     auto* src = static_cast<const Pack<T>*>(in.data);
     auto* dst = static_cast<Pack<T>*>(out.data);
     if (W == 2 || bytes <= (256u << 10))
-      bcast_oneshot<T, W><<<blocks_for(n), kThreads, 0, ctx->stream>>>(*ctx->devcomm, st->buf.window, off, src, dst, n,
-                                                                        ctx->rank, root);
-    else
-      bcast_split<T, W><<<blocks_for(n / W), kThreads, 0, ctx->stream>>>(*ctx->devcomm, st->buf.window, off, src, dst,
-                                                                          n / W, ctx->rank, root);
-    PKB_LAUNCH(ctx);
-    return 0;
+      return launch_pipelined<2>(ctx, n, OneShot<T, W>{st->buf.window, off, st->packs<T>(off), src, dst, ctx->rank, root});
+    return launch_pipelined<3>(ctx, n / W,
+                               SplitPull<T, W>{st->buf.window, off, st->packs<T>(off), src, dst, n / W, ctx->rank, root});
   }
 };
 

@@ -6,6 +6,8 @@
 //   reduce-then-gather larger S: stage, barrier, rank r reduces slice r pulling from every peer and
 //                      publishes it, barrier, the root pulls the W-1 reduced slices. The root's link
 //                      carries 2 (W-1)/W S.
+//   Both are pipelined in chunks for large S (expert.cuh `pipeline`): the copy-in of chunk c + 1
+//   runs beside the pulls of chunk c.
 //   NCCL               W not in {2, 4, 8}, or S does not split into 16-byte packs per slice.
 #include "expert.cuh"
 
@@ -13,42 +15,53 @@ using namespace pkbx;
 
 namespace {
 
+/// One-shot. Phase 0: the input into staging (off the root also into the output, which PKB leaves
+/// holding the input). Phase 1 (root): all W copies pulled and summed in fp32, in rank order.
 template <typename T, int W>
-__global__ void __launch_bounds__(kThreads) reduce_oneshot(ncclDevComm dc, ncclWindow_t win, size_t off, const Pack<T>* in,
-                                                           Pack<T>* out, size_t n, int rank, int root) {
-  Pack<T>* mine = static_cast<Pack<T>*>(ncclGetLocalPointer(win, off));
-  for (size_t j = first_index(); j < n; j += grid_stride()) {
-    Pack<T> x = in[j];
-    mine[j] = x;
-    if (rank != root) out[j] = x;
-  }
-  barrier(dc);
-  if (rank == root)
-    for (size_t j = first_index(); j < n; j += grid_stride()) out[j] = sum_peers<T, W>(win, off, j);
-}
-
-template <typename T, int W>
-__global__ void __launch_bounds__(kThreads) reduce_split(ncclDevComm dc, ncclWindow_t win, size_t off, const Pack<T>* in,
-                                                         Pack<T>* out, size_t slice, int rank, int root) {
-  const size_t result_off = off + W * slice * sizeof(Pack<T>);
-  Pack<T>* stage = static_cast<Pack<T>*>(ncclGetLocalPointer(win, off));
-  Pack<T>* result = static_cast<Pack<T>*>(ncclGetLocalPointer(win, result_off));
-  for (size_t j = first_index(); j < slice; j += grid_stride())
-#pragma unroll
-    for (int s = 0; s < W; ++s) {
-      Pack<T> x = in[s * slice + j];
-      stage[s * slice + j] = x;
-      if (rank != root) out[s * slice + j] = x;
+struct OneShot {
+  ncclWindow_t win;
+  size_t off;
+  Pack<T>* mine;
+  const Pack<T>* in;
+  Pack<T>* out;
+  int rank, root;
+  __device__ void operator()(int phase, size_t j) const {
+    if (phase == 0) {
+      Pack<T> x = in[j];
+      mine[j] = x;
+      if (rank != root) out[j] = x;
+    } else if (rank == root) {
+      out[j] = sum_peers<T, W>(win, off, j);
     }
-  barrier(dc);
-  for (size_t j = first_index(); j < slice; j += grid_stride()) {
-    Pack<T> y = sum_peers<T, W>(win, off, rank * slice + j);
-    if (rank == root) out[rank * slice + j] = y;
-    else result[rank * slice + j] = y;
   }
-  barrier(dc);
-  if (rank == root)
-    for (size_t j = first_index(); j < slice; j += grid_stride()) {
+};
+
+/// Reduce-then-gather over slices j of the W slices. Phase 0: the input into staging (and into the
+/// output off the root). Phase 1: slice `rank` summed over every rank's staging — into the root's
+/// output, or published in own result area. Phase 2 (root): the W-1 other reduced slices pulled.
+template <typename T, int W>
+struct ReduceGather {
+  ncclWindow_t win;
+  size_t off, result_off;
+  Pack<T>* stage;
+  Pack<T>* result;
+  const Pack<T>* in;
+  Pack<T>* out;
+  size_t slice;
+  int rank, root;
+  __device__ void operator()(int phase, size_t j) const {
+    if (phase == 0) {
+#pragma unroll
+      for (int s = 0; s < W; ++s) {
+        Pack<T> x = in[s * slice + j];
+        stage[s * slice + j] = x;
+        if (rank != root) out[s * slice + j] = x;
+      }
+    } else if (phase == 1) {
+      Pack<T> y = sum_peers<T, W>(win, off, rank * slice + j);
+      if (rank == root) out[rank * slice + j] = y;
+      else result[rank * slice + j] = y;
+    } else if (rank == root) {
       Pack<T> x[W];
 #pragma unroll
       for (int s = 0; s < W; ++s)
@@ -57,7 +70,8 @@ __global__ void __launch_bounds__(kThreads) reduce_split(ncclDevComm dc, ncclWin
       for (int s = 0; s < W; ++s)
         if (s != rank) out[s * slice + j] = x[s];
     }
-}
+  }
+};
 
 template <typename T, int W>
 struct Reduce {
@@ -71,13 +85,11 @@ struct Reduce {
     auto* src = static_cast<const Pack<T>*>(in.data);
     auto* dst = static_cast<Pack<T>*>(out.data);
     if (W == 2 || bytes <= (256u << 10))
-      reduce_oneshot<T, W><<<blocks_for(n), kThreads, 0, ctx->stream>>>(*ctx->devcomm, st->buf.window, off, src, dst, n,
-                                                                         ctx->rank, root);
-    else
-      reduce_split<T, W><<<blocks_for(n / W), kThreads, 0, ctx->stream>>>(*ctx->devcomm, st->buf.window, off, src, dst,
-                                                                           n / W, ctx->rank, root);
-    PKB_LAUNCH(ctx);
-    return 0;
+      return launch_pipelined<2>(ctx, n, OneShot<T, W>{st->buf.window, off, st->packs<T>(off), src, dst, ctx->rank, root});
+    const size_t result_off = off + bytes;
+    return launch_pipelined<3>(ctx, n / W,
+                               ReduceGather<T, W>{st->buf.window, off, result_off, st->packs<T>(off),
+                                                  st->packs<T>(result_off), src, dst, n / W, ctx->rank, root});
   }
 };
 

@@ -3,7 +3,9 @@
 // Variants:
 //   push  every size: the root stores chunk q straight into rank q's staging half over NVLink
 //         (remote stores need few SMs and never wait on a round trip), one barrier, each rank
-//         copies its chunk out of staging. The root's link carries (W-1) S: the minimum.
+//         copies its chunk out of staging. The root's link carries (W-1) S: the minimum. Large
+//         inputs are pipelined in chunks (expert.cuh `pipeline`): the copy-out of chunk c runs
+//         beside the stores of chunk c + 1.
 //   NCCL  W not in {2, 4, 8}, or S not a multiple of 16 bytes.
 #include "expert.cuh"
 
@@ -11,11 +13,19 @@ using namespace pkbx;
 
 namespace {
 
+/// Phase 0 (root): chunk q of the input stored into rank q's staging, its own chunk into its output.
+/// Phase 1 (others): the landed chunk copied into the output.
 template <typename T, int W>
-__global__ void __launch_bounds__(kThreads) scatter_push(ncclDevComm dc, ncclWindow_t win, size_t off, const Pack<T>* in,
-                                                         Pack<T>* out, size_t n, int rank, int root) {
-  if (rank == root)
-    for (size_t j = first_index(); j < n; j += grid_stride()) {
+struct PushCopy {
+  ncclWindow_t win;
+  size_t off;
+  const Pack<T>* land;
+  const Pack<T>* in;
+  Pack<T>* out;
+  size_t n;
+  int rank, root;
+  __device__ void operator()(int phase, size_t j) const {
+    if (phase == 0 && rank == root) {
       Pack<T> x[W];
 #pragma unroll
       for (int q = 0; q < W; ++q) x[q] = in[q * n + j];
@@ -24,13 +34,11 @@ __global__ void __launch_bounds__(kThreads) scatter_push(ncclDevComm dc, ncclWin
         if (q == rank) out[j] = x[q];
         else peer_pack<T>(win, off, q)[j] = x[q];
       }
+    } else if (phase == 1 && rank != root) {
+      out[j] = land[j];
     }
-  barrier(dc);
-  if (rank != root) {
-    const Pack<T>* mine = static_cast<const Pack<T>*>(ncclGetLocalPointer(win, off));
-    for (size_t j = first_index(); j < n; j += grid_stride()) out[j] = mine[j];
   }
-}
+};
 
 template <typename T, int W>
 struct Scatter {
@@ -40,12 +48,9 @@ struct Scatter {
     if (bytes % 16 != 0 || bytes > st->half) return 2;
     size_t n = bytes / 16;
     size_t off = st->next_half();
-    scatter_push<T, W><<<blocks_for(n), kThreads, 0, ctx->stream>>>(*ctx->devcomm, st->buf.window, off,
-                                                                     static_cast<const Pack<T>*>(in.data),
-                                                                     static_cast<Pack<T>*>(out.data), n, ctx->rank,
-                                                                     static_cast<int>(ctx->param(ctx, "root", 0)));
-    PKB_LAUNCH(ctx);
-    return 0;
+    PushCopy<T, W> f{st->buf.window, off, st->packs<T>(off), static_cast<const Pack<T>*>(in.data),
+                     static_cast<Pack<T>*>(out.data), n, ctx->rank, static_cast<int>(ctx->param(ctx, "root", 0))};
+    return launch_pipelined<2>(ctx, n, f);
   }
 };
 

@@ -3,7 +3,9 @@
 // Variants:
 //   pull  every size: each rank stages its input (and non-roots copy it to their output), one
 //         barrier, the root pulls the W-1 shards straight into its W x S output. The root's link
-//         carries (W-1) S: the minimum; no extra copy of the W S output at the root.
+//         carries (W-1) S: the minimum; no extra copy of the W S output at the root. Large inputs
+//         are pipelined in chunks (expert.cuh `pipeline`): the root pulls chunk c while the peers
+//         stage chunk c + 1.
 //   NCCL  W not in {2, 4, 8}, or S not a multiple of 16 bytes.
 #include "expert.cuh"
 
@@ -11,22 +13,27 @@ using namespace pkbx;
 
 namespace {
 
+/// Phase 0: the input into the output (the root: its own slot) and, off the root, into staging.
+/// Phase 1 (root): the W-1 shards pulled from the peers' staging straight into the output.
 template <typename T, int W>
-__global__ void __launch_bounds__(kThreads) gather_pull(ncclDevComm dc, ncclWindow_t win, size_t off, const Pack<T>* in,
-                                                        Pack<T>* out, size_t n, int rank, int root) {
-  Pack<T>* mine = static_cast<Pack<T>*>(ncclGetLocalPointer(win, off));
-  for (size_t j = first_index(); j < n; j += grid_stride()) {
-    Pack<T> x = in[j];
-    if (rank == root) {
-      out[rank * n + j] = x;
-    } else {
-      mine[j] = x;
-      out[j] = x;
-    }
-  }
-  barrier(dc);
-  if (rank == root)
-    for (size_t j = first_index(); j < n; j += grid_stride()) {
+struct StagePull {
+  ncclWindow_t win;
+  size_t off;
+  Pack<T>* mine;
+  const Pack<T>* in;
+  Pack<T>* out;
+  size_t n;
+  int rank, root;
+  __device__ void operator()(int phase, size_t j) const {
+    if (phase == 0) {
+      Pack<T> x = in[j];
+      if (rank == root) {
+        out[rank * n + j] = x;
+      } else {
+        mine[j] = x;
+        out[j] = x;
+      }
+    } else if (rank == root) {
       Pack<T> x[W];
 #pragma unroll
       for (int s = 0; s < W; ++s)
@@ -35,7 +42,8 @@ __global__ void __launch_bounds__(kThreads) gather_pull(ncclDevComm dc, ncclWind
       for (int s = 0; s < W; ++s)
         if (s != rank) out[s * n + j] = x[s];
     }
-}
+  }
+};
 
 template <typename T, int W>
 struct Gather {
@@ -45,12 +53,9 @@ struct Gather {
     if (bytes % 16 != 0 || bytes > st->half) return 2;
     size_t n = bytes / 16;
     size_t off = st->next_half();
-    gather_pull<T, W><<<blocks_for(n), kThreads, 0, ctx->stream>>>(*ctx->devcomm, st->buf.window, off,
-                                                                    static_cast<const Pack<T>*>(in.data),
-                                                                    static_cast<Pack<T>*>(out.data), n, ctx->rank,
-                                                                    static_cast<int>(ctx->param(ctx, "root", 0)));
-    PKB_LAUNCH(ctx);
-    return 0;
+    StagePull<T, W> f{st->buf.window, off, st->packs<T>(off), static_cast<const Pack<T>*>(in.data),
+                      static_cast<Pack<T>*>(out.data), n, ctx->rank, static_cast<int>(ctx->param(ctx, "root", 0))};
+    return launch_pipelined<2>(ctx, n, f);
   }
 };
 

@@ -4,7 +4,8 @@
 //   push  every size: each rank stores chunk q of its input straight into rank q's landing zone
 //         (slot = sender's rank) over NVLink, one barrier, each rank sums its W slots in fp32 in rank
 //         order (its own chunk read from its input). (W-1) S bytes out per rank: the minimum; remote
-//         stores saturate the link with few SMs.
+//         stores saturate the link with few SMs. Large inputs are pipelined in chunks (expert.cuh
+//         `pipeline`): the sums of chunk c run beside the stores of chunk c + 1.
 //   NCCL  W not in {2, 4, 8}, or S not a multiple of 16 bytes.
 #include "expert.cuh"
 
@@ -12,22 +13,28 @@ using namespace pkbx;
 
 namespace {
 
+/// Phase 0: chunk q of the input stored into rank q's landing zone, slot = this rank. Phase 1: the W
+/// slots summed in fp32 in rank order (this rank's own chunk read from its input).
 template <typename T, int W>
-__global__ void __launch_bounds__(kThreads) rs_push(ncclDevComm dc, ncclWindow_t win, size_t off, const Pack<T>* in,
-                                                    Pack<T>* out, size_t n, int rank) {
-  for (size_t j = first_index(); j < n; j += grid_stride()) {
+struct PushReduce {
+  ncclWindow_t win;
+  size_t off;
+  const Pack<T>* land;
+  const Pack<T>* in;
+  Pack<T>* out;
+  size_t n;
+  int rank;
+  __device__ void operator()(int phase, size_t j) const {
     Pack<T> x[W];
+    if (phase == 0) {
 #pragma unroll
-    for (int q = 0; q < W; ++q)
-      if (q != rank) x[q] = in[q * n + j];
+      for (int q = 0; q < W; ++q)
+        if (q != rank) x[q] = in[q * n + j];
 #pragma unroll
-    for (int q = 0; q < W; ++q)
-      if (q != rank) peer_pack<T>(win, off, q)[rank * n + j] = x[q];
-  }
-  barrier(dc);
-  const Pack<T>* land = static_cast<const Pack<T>*>(ncclGetLocalPointer(win, off));
-  for (size_t j = first_index(); j < n; j += grid_stride()) {
-    Pack<T> x[W];
+      for (int q = 0; q < W; ++q)
+        if (q != rank) peer_pack<T>(win, off, q)[rank * n + j] = x[q];
+      return;
+    }
 #pragma unroll
     for (int p = 0; p < W; ++p) x[p] = p == rank ? in[rank * n + j] : land[p * n + j];
     Pack<T> y;
@@ -40,7 +47,7 @@ __global__ void __launch_bounds__(kThreads) rs_push(ncclDevComm dc, ncclWindow_t
     }
     out[j] = y;
   }
-}
+};
 
 template <typename T, int W>
 struct ReduceScatter {
@@ -50,11 +57,9 @@ struct ReduceScatter {
     if (bytes % 16 != 0 || W * bytes > st->half) return 2;
     size_t n = bytes / 16;
     size_t off = st->next_half();
-    rs_push<T, W><<<blocks_for(n), kThreads, 0, ctx->stream>>>(*ctx->devcomm, st->buf.window, off,
-                                                                static_cast<const Pack<T>*>(in.data),
-                                                                static_cast<Pack<T>*>(out.data), n, ctx->rank);
-    PKB_LAUNCH(ctx);
-    return 0;
+    PushReduce<T, W> f{st->buf.window, off, st->packs<T>(off), static_cast<const Pack<T>*>(in.data),
+                       static_cast<Pack<T>*>(out.data), n, ctx->rank};
+    return launch_pipelined<2>(ctx, n, f);
   }
 };
 

@@ -3,7 +3,9 @@
 // Variants:
 //   push  every size: each rank stores slice q of its input straight into rank q's landing zone
 //         (slot = sender's rank) and its own slice into its output, one barrier, each rank copies
-//         the W-1 landed slices into its output. (W-1) S bytes out per rank: the minimum.
+//         the W-1 landed slices into its output. (W-1) S bytes out per rank: the minimum. Large
+//         inputs are pipelined in chunks (expert.cuh `pipeline`): the copy-out of chunk c runs
+//         beside the stores of chunk c + 1.
 //   NCCL  W not in {2, 4, 8}, or S not a multiple of 16 bytes.
 #include "expert.cuh"
 
@@ -11,23 +13,29 @@ using namespace pkbx;
 
 namespace {
 
+/// Phase 0: slice q of the input stored into rank q's landing zone (slot = this rank), this rank's
+/// own slice into its output. Phase 1: the W-1 landed slices copied into the output.
 template <typename T, int W>
-__global__ void __launch_bounds__(kThreads) a2a_push(ncclDevComm dc, ncclWindow_t win, size_t off, const Pack<T>* in,
-                                                     Pack<T>* out, size_t n, int rank) {
-  for (size_t j = first_index(); j < n; j += grid_stride()) {
+struct PushCopy {
+  ncclWindow_t win;
+  size_t off;
+  const Pack<T>* land;
+  const Pack<T>* in;
+  Pack<T>* out;
+  size_t n;
+  int rank;
+  __device__ void operator()(int phase, size_t j) const {
     Pack<T> x[W];
+    if (phase == 0) {
 #pragma unroll
-    for (int q = 0; q < W; ++q) x[q] = in[q * n + j];
+      for (int q = 0; q < W; ++q) x[q] = in[q * n + j];
 #pragma unroll
-    for (int q = 0; q < W; ++q) {
-      if (q == rank) out[rank * n + j] = x[q];
-      else peer_pack<T>(win, off, q)[rank * n + j] = x[q];
+      for (int q = 0; q < W; ++q) {
+        if (q == rank) out[rank * n + j] = x[q];
+        else peer_pack<T>(win, off, q)[rank * n + j] = x[q];
+      }
+      return;
     }
-  }
-  barrier(dc);
-  const Pack<T>* land = static_cast<const Pack<T>*>(ncclGetLocalPointer(win, off));
-  for (size_t j = first_index(); j < n; j += grid_stride()) {
-    Pack<T> x[W];
 #pragma unroll
     for (int p = 0; p < W; ++p)
       if (p != rank) x[p] = land[p * n + j];
@@ -35,7 +43,7 @@ __global__ void __launch_bounds__(kThreads) a2a_push(ncclDevComm dc, ncclWindow_
     for (int p = 0; p < W; ++p)
       if (p != rank) out[p * n + j] = x[p];
   }
-}
+};
 
 template <typename T, int W>
 struct AllToAll {
@@ -45,11 +53,9 @@ struct AllToAll {
     if (bytes % 16 != 0 || W * bytes > st->half) return 2;
     size_t n = bytes / 16;
     size_t off = st->next_half();
-    a2a_push<T, W><<<blocks_for(n), kThreads, 0, ctx->stream>>>(*ctx->devcomm, st->buf.window, off,
-                                                                 static_cast<const Pack<T>*>(in.data),
-                                                                 static_cast<Pack<T>*>(out.data), n, ctx->rank);
-    PKB_LAUNCH(ctx);
-    return 0;
+    PushCopy<T, W> f{st->buf.window, off, st->packs<T>(off), static_cast<const Pack<T>*>(in.data),
+                     static_cast<Pack<T>*>(out.data), n, ctx->rank};
+    return launch_pipelined<2>(ctx, n, f);
   }
 };
 

@@ -9,7 +9,11 @@
 //   * staging buffers are double-buffered by call parity: call k writes half k % 2, and any rank that
 //     reaches call k's barrier has finished every read of call k - 1, so the half written next was
 //     last read two calls ago. One barrier per exchange phase, none at the end of a call.
+//   * large transfers are pipelined (`pipeline` below): the phases of a call run over chunks, phase
+//     p of chunk c beside phase p - 1 of chunk c + 1, one barrier per step — so the local copy into
+//     staging (or out of a landing zone) hides behind the NVLink traffic instead of adding to it.
 #pragma once
+#include <cstdlib>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <pkb/solution.h>
@@ -98,12 +102,79 @@ __device__ __forceinline__ Pack<T> sum_local(const Pack<T>* base, size_t stride,
   return y;
 }
 
+// ---- chunked pipelines --------------------------------------------------------------------------
+
+/// Runs the P phases of an exchange over n packs, in chunks of `chunk` packs: in step i, phase p
+/// works on chunk i - p, and one barrier ends every step but the last. So phase p of chunk c runs
+/// after a barrier that follows phase p - 1 of chunk c on every rank — what it needs — while phase
+/// p - 1 already works on chunk c + 1. One chunk gives the plain sequence phase 0, barrier,
+/// phase 1, ... Indices are chunk-relative in the grid-stride loop, so pack j of every chunk is
+/// handled by the same block on every rank (the per-block barrier convention above).
+/// `f(p, j)` does phase p for pack j of the call.
+template <int P, class F>
+__device__ __forceinline__ void pipeline(const ncclDevComm& dc, size_t n, size_t chunk, const F& f) {
+  const long chunks = static_cast<long>((n + chunk - 1) / chunk);
+  const long steps = chunks + P - 1;
+  for (long i = 0; i < steps; ++i) {
+    for (size_t k = first_index(); k < chunk; k += grid_stride()) {
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        const long c = i - p;
+        if (c < 0 || c >= chunks) continue;
+        const size_t j = static_cast<size_t>(c) * chunk + k;
+        if (j < n) f(p, j);
+      }
+    }
+    if (i + 1 < steps) barrier(dc);
+  }
+}
+
+template <int P, class F>
+__global__ void __launch_bounds__(kThreads) pipelined(ncclDevComm dc, size_t n, size_t chunk, F f) {
+  pipeline<P>(dc, n, chunk, f);
+}
+
 // ---- host side ---------------------------------------------------------------------------------
+
+/// Chunks for a pipelined exchange of `bytes` per phase: none below 16 MiB, else 16 MiB chunks, at
+/// least 4 and at most 16 of them. Measured on 2 x H200 (all-gather, reduce-scatter, all-reduce;
+/// 16, 64 and 256 MiB per phase): 4 chunks beat 1 by 4-5 % at 16 MiB; 32 chunks (2-8 MiB) lose to
+/// 4 or 16 everywhere — each chunk costs every block a barrier round trip, and only the first
+/// chunk's first phase and the last chunk's last phase stay exposed. PKBX_CHUNKS=<c> (the same on
+/// every rank) overrides it, to measure the choice.
+inline long pipeline_chunks(size_t bytes) {
+  static const long forced = [] {
+    const char* v = std::getenv("PKBX_CHUNKS");
+    return v ? std::atol(v) : 0L;
+  }();
+  if (forced > 0) return forced;
+  if (bytes < (16u << 20)) return 1;
+  const long c = static_cast<long>(bytes >> 24);
+  return c < 4 ? 4 : (c > 16 ? 16 : c);
+}
 
 /// Blocks for `packs` 16-byte packs per phase: about `per_thread` packs per thread, at most kMaxBlocks.
 inline int blocks_for(size_t packs, int per_thread = 2) {
   size_t b = (packs + size_t(kThreads) * per_thread - 1) / (size_t(kThreads) * per_thread);
   return b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : static_cast<int>(b));
+}
+
+/// Launches the P-phase exchange `f` over n packs per phase, pipelined in chunks (pipeline_chunks;
+/// chunks are whole multiples of the grid's threads). One pack per thread sizes the grid: below
+/// 1 MiB per phase every thread then does one pack per chunk and waits for one round trip instead
+/// of two (2 x H200, 8 KiB - 512 KiB: eager 0.3-1.5 us and graph-replayed 0.1-1.7 us faster than
+/// two packs per thread, e.g. all-reduce 32 KiB graph 6.0 -> 4.6 us).
+template <int P, class F>
+int launch_pipelined(pkb_context* ctx, size_t n, const F& f) {
+  const int blocks = blocks_for(n, 1);
+  const size_t step = static_cast<size_t>(blocks) * kThreads;
+  const long c = pipeline_chunks(n * 16);
+  size_t chunk = (n + c - 1) / c;
+  chunk = (chunk + step - 1) / step * step;
+  if (chunk >= n) chunk = n;
+  pipelined<P><<<blocks, kThreads, 0, ctx->stream>>>(*ctx->devcomm, n, chunk, f);
+  PKB_LAUNCH(ctx);
+  return 0;
 }
 
 /// State common to the experts: one symmetric buffer (two halves, by call parity) and a call count.
@@ -113,6 +184,11 @@ struct Staging {
   unsigned long long calls = 0;
   /// Byte offset of this call's half, advancing the call count.
   size_t next_half() { return (calls++ % 2) * half; }
+  /// This rank's staging at byte offset `off`, as packs.
+  template <typename T>
+  Pack<T>* packs(size_t off) const {
+    return reinterpret_cast<Pack<T>*>(static_cast<char*>(buf.local) + off);
+  }
 };
 
 /// Allocates `half_bytes` x 2 of symmetric memory into ctx->user. Without one NVLink domain (ranks
