@@ -19,7 +19,8 @@
 //   copy engine  large inputs (>= 4 MiB per destination rank): the rows are cut into C chunks; on a
 //          side stream the copy engines write each chunk's W-1 foreign parts into the owners'
 //          landing zones (one cudaMemcpyAsync per peer into its mapping of the symmetric buffer),
-//          then a one-CTA kernel meets the peers; on ctx->stream a kernel with one block per row
+//          back to back, and after each chunk's copies a one-CTA kernel on a second stream meets the
+//          peers; on ctx->stream a kernel with one block per row
 //          (long rows: a warp per row, as in the fused variant, leaves HBM idle at H = 8192) sums
 //          the chunk's W slots, rounds and normalises, while the next chunk moves. The fused
 //          variant's SM stores reached 0.80x of NCCL's reduce-scatter on the 64 MiB inputs of
@@ -191,7 +192,7 @@ __global__ void div_norm(T* __restrict__ y, const T* __restrict__ gamma, int R, 
 
 struct State {
   LazySymmetric sym;
-  SideStream side;
+  SideStream copy, bar;  // copy engines, back to back; per-chunk barriers after each chunk's copies
   bool decided = false, fused = false, ce = false;
   int R = 0, H = 0, rpb = 0, grid = 0, G = 0, C = 1;
   size_t half = 0;
@@ -218,8 +219,8 @@ struct RsNorm {
         st->ce = static_cast<size_t>(R) * row_bytes >= (4u << 20) && R >= 8 * 64;
         if (st->ce) {
           st->C = 8;
-          if (st->side.create() != 0) {
-            ctx->set_error(ctx, "cannot create the side stream");
+          if (st->copy.create() != 0 || st->bar.create() != 0) {
+            ctx->set_error(ctx, "cannot create the side streams");
             return 1;
           }
         }
@@ -240,9 +241,11 @@ struct RsNorm {
         PKB_LAUNCH(ctx);
         return 0;
       }
-      // Copies of every chunk on the side stream (after what ctx->stream holds), kernels on ctx->stream.
+      // Copies of every chunk back to back on one stream (a barrier kernel between them would hold
+      // the copy engines idle for a launch and a round trip per chunk), each chunk's barrier on a
+      // second stream after its copies, each chunk's norm on ctx->stream after its barrier.
       const size_t row_bytes = static_cast<size_t>(H) * sizeof(T), part = static_cast<size_t>(R) * row_bytes;
-      PKB_CUDA(ctx, stream_after(st->side.s, ctx->stream, st->side.ev[st->C]));
+      PKB_CUDA(ctx, stream_after(st->copy.s, ctx->stream, st->copy.ev[st->C]));
       for (int i = 0; i < st->C; ++i) {
         long long r0, r1;
         stage_rows(R, st->C, i, 1, &r0, &r1);
@@ -250,19 +253,20 @@ struct RsNorm {
           const int q = (ctx->rank + j) % W;
           char* dst = static_cast<char*>(st->sym.buf.peers[q]) + off + ctx->rank * part + r0 * row_bytes;
           PKB_CUDA(ctx, cudaMemcpyAsync(dst, reinterpret_cast<const char*>(x) + q * part + r0 * row_bytes, (r1 - r0) * row_bytes,
-                                        cudaMemcpyDeviceToDevice, st->side.s));
+                                        cudaMemcpyDeviceToDevice, st->copy.s));
         }
+        PKB_CUDA(ctx, stream_after(st->bar.s, st->copy.s, st->copy.ev[i]));
         if (r1 > r0) {
-          chunk_barrier<<<1, 128, 0, st->side.s>>>(*ctx->devcomm);
+          chunk_barrier<<<1, 128, 0, st->bar.s>>>(*ctx->devcomm);
           PKB_LAUNCH(ctx);
         }
-        PKB_CUDA(ctx, cudaEventRecord(st->side.ev[i], st->side.s));
+        PKB_CUDA(ctx, cudaEventRecord(st->bar.ev[i], st->bar.s));
       }
       const auto* land = reinterpret_cast<const Pack<T>*>(st->sym.local(off));
       for (int i = 0; i < st->C; ++i) {
         long long r0, r1;
         stage_rows(R, st->C, i, 1, &r0, &r1);
-        PKB_CUDA(ctx, cudaStreamWaitEvent(ctx->stream, st->side.ev[i], 0));  // the last wait joins the side stream
+        PKB_CUDA(ctx, cudaStreamWaitEvent(ctx->stream, st->bar.ev[i], 0));  // the last wait joins both side streams
         if (r1 <= r0) continue;  // same on every rank
         sum_norm_rows<T><<<static_cast<unsigned>(r1 - r0), kNormThreads, 0, ctx->stream>>>(
             xp, land, gp, yp, R, static_cast<int>(r0), ppr, W, ctx->rank, static_cast<float>(H));
@@ -297,8 +301,10 @@ extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* 
 extern "C" int pkb_finalize(pkb_context* ctx) {
   State* st = static_cast<State*>(ctx->user);
   if (!st) return 0;
-  if (st->side.s) cudaStreamSynchronize(st->side.s);
-  st->side.destroy();
+  if (st->copy.s) cudaStreamSynchronize(st->copy.s);
+  if (st->bar.s) cudaStreamSynchronize(st->bar.s);
+  st->copy.destroy();
+  st->bar.destroy();
   int rc = st->sym.release(ctx);
   delete st;
   ctx->user = nullptr;
