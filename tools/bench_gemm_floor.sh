@@ -4,7 +4,10 @@
 # communication floor). GEMM-only = tools/bench/gemm_only.cu (the rank's local GEMM, no
 # communication) timed by `pkb run --perf`; the communication floor = the record's link_bytes over
 # the link bandwidth (calibrated if `pkb calibrate` ran, else the datasheet). Same GPUs, one run.
-#   tools/bench_gemm_floor.sh [--gpus W] [--sizes "default large"] [problems...]   (default: 12 13 16)
+#   tools/bench_gemm_floor.sh [--gpus W] [--sizes "default large"] [--stages C] [problems...]
+#   (default: 12 13 16). --stages C sets PKBX_STAGES=C for the expert and the GEMM-only stand-in
+#   alike (12, 13: both split M into the same C row chunks), to separate the cost of chunking the
+#   GEMM from that of running it beside the transfers.
 # Prints a Markdown table; records go to $OUT/gemm_floor.jsonl (OUT defaults to results-local/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +16,8 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --gpus) W=$2; shift 2 ;;
     --sizes) SIZES=$2; shift 2 ;;
-    -h|--help) sed -n 2,8p "$0"; exit 0 ;;
+    --stages) export PKBX_STAGES=$2; shift 2 ;;
+    -h|--help) sed -n 2,11p "$0"; exit 0 ;;
     *) PROBS+=("$1"); shift ;;
   esac
 done

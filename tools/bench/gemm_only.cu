@@ -7,8 +7,13 @@
 //   13: C[M, N] = A_local[M, K] B_local[K, N]
 //   16: the [M, N] partial product A_local B_local, rows of this rank's block into the output and the
 //       rest into scratch (two GEMMs, the FLOPs of one)
+// PKBX_STAGES=<C> (12 and 13): the GEMM as C row chunks back to back, as the experts split it (rows
+// per chunk rounded up to 64), so that the cost of chunking can be told apart from the cost of
+// running beside the communication.
 #include <pkb/solution.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 namespace {
@@ -32,6 +37,19 @@ int gemm(pkb_context* ctx, pkb_dtype d, const void* a, const void* b, void* c, i
   return 0;
 }
 
+/// The same product as C row chunks (PKBX_STAGES, default 1), boundaries as the experts' stage_rows.
+int gemm_chunked(pkb_context* ctx, pkb_dtype d, const void* a, const void* b, void* c, int64_t m, int64_t n, int64_t k) {
+  const char* v = std::getenv("PKBX_STAGES");
+  const int64_t C = v ? std::max(1, std::min(8, std::atoi(v))) : 1;
+  const size_t e = pkb_dtype_size(d);
+  const int64_t per = ((m + C - 1) / C + 63) / 64 * 64;
+  for (int64_t r0 = 0; r0 < m; r0 += per) {
+    const int64_t rows = std::min(per, m - r0);
+    if (gemm(ctx, d, static_cast<const char*>(a) + r0 * k * e, b, static_cast<char*>(c) + r0 * n * e, rows, n, k)) return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 extern "C" int pkb_init(pkb_context* ctx) {
@@ -52,10 +70,10 @@ extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* 
         PKB_CUDA(ctx, cudaMemcpy2DAsync(static_cast<char*>(s->a) + j * kl * e, K * e, in[0].data, kl * e, kl * e, M,
                                         cudaMemcpyDeviceToDevice, ctx->stream));
     }
-    return gemm(ctx, d, s->a, in[1].data, out[0].data, M, N, K);
+    return gemm_chunked(ctx, d, s->a, in[1].data, out[0].data, M, N, K);
   }
   if (std::strncmp(ctx->problem, "13_", 3) == 0)
-    return gemm(ctx, d, in[0].data, in[1].data, out[0].data, M, in[1].shape[1], in[0].shape[1]);
+    return gemm_chunked(ctx, d, in[0].data, in[1].data, out[0].data, M, in[1].shape[1], in[0].shape[1]);
   if (std::strncmp(ctx->problem, "16_", 3) == 0) {
     const int64_t k = in[0].shape[1], N = in[1].shape[1], mb = out[0].shape[0];
     if (!s->c) PKB_CUDA(ctx, cudaMalloc(&s->c, (M - mb) * N * e));
