@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Markdown results table from `pkb sweep --json` records: per problem, world size and size, the
-baseline (NCCL) and candidate medians (eager, checked calls), speedup, busbw, % of the measured link,
-and the CUDA-graph replay times when the sweep used --graph.
+baseline (NCCL) and candidate medians (eager, checked calls), speedup, busbw, % of the link (the
+calibrated rate where `pkb calibrate` ran on that machine, else the datasheet's 450 GB/s; the table says
+which), and the CUDA-graph replay times when the sweep used --graph.
 
   tools/results_table.py sweeps.jsonl [more.jsonl ...] > docs/results/experts.md
 """
@@ -21,6 +22,7 @@ def size_label(b):
 def main(paths):
     rows = defaultdict(list)
     system = None
+    sources = set()
     for p in paths:
         for line in open(p):
             if not line.strip():
@@ -29,11 +31,14 @@ def main(paths):
             if r.get("kind") != "sweep":
                 continue
             system = system or r.get("system")
+            sources.add((r.get("roofline") or {}).get("source", "?"))
             rows[(r["problem"]["id"], r["problem"]["stem"], r["config"]["world"])].append(r)
     if system:
         print(f"Measured on {system.get('gpu_count')}x {system.get('gpu')} (driver {system.get('nvidia_driver')}, "
               f"NCCL {system.get('nccl')}, CUDA {system.get('cuda_runtime')}). Times are medians in µs of the slowest "
-              "rank per call (eager, every call checked); *graph* columns time a CUDA-graph replay of the same calls.\n")
+              "rank per call (eager, every call checked); *graph* columns time a CUDA-graph replay of the same calls. "
+              f"% link = busbw over the link rate from: {', '.join(sorted(sources))} "
+              "(calibrated = `pkb calibrate` on that machine; datasheet = 450 GB/s per direction).\n")
     for (pid, stem, world), recs in sorted(rows.items()):
         sol = (recs[0].get("candidate") or {}).get("path", "").split("/")[-1]
         print(f"### {stem}, W={world} — {sol}\n")
