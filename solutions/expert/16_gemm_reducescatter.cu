@@ -69,6 +69,17 @@ struct State {
   int M = 0, N = 0, K = 0;
   size_t p_bytes = 0, half = 0;
   unsigned long long calls = 0;
+
+  void shape(const pkb_tensor* in, const pkb_tensor*) {
+    M = static_cast<int>(in[0].shape[0]);
+    K = static_cast<int>(in[0].shape[1]);
+    N = static_cast<int>(in[1].shape[1]);
+  }
+  int release(pkb_context* ctx) {
+    side.destroy();
+    if (scratch) cudaFree(scratch), scratch = nullptr;
+    return sym.release(ctx);
+  }
 };
 
 template <typename T>
@@ -139,29 +150,10 @@ struct GemmRs {
 
 }  // namespace
 
-extern "C" int pkb_init(pkb_context* ctx) {
-  ctx->user = new State{};
-  return 0;
-}
+using Entry = Expert<State, GemmRs>;
 
-extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* out, int) {
-  State* st = static_cast<State*>(ctx->user);
-  st->M = static_cast<int>(in[0].shape[0]);
-  st->K = static_cast<int>(in[0].shape[1]);
-  st->N = static_cast<int>(in[1].shape[1]);
-  int rc = dispatch_t<GemmRs>(in[0].dtype, ctx, st, in, out);
-  if (rc == 2) ctx->set_error(ctx, "unsupported dtype");
-  return rc == 0 ? 0 : 1;
-}
+extern "C" int pkb_init(pkb_context* ctx) { return Entry::init(ctx); }
 
-extern "C" int pkb_finalize(pkb_context* ctx) {
-  State* st = static_cast<State*>(ctx->user);
-  if (!st) return 0;
-  if (st->side.s) cudaStreamSynchronize(st->side.s);
-  st->side.destroy();
-  int rc = st->sym.release(ctx);
-  if (st->scratch) cudaFree(st->scratch);
-  delete st;
-  ctx->user = nullptr;
-  return rc;
-}
+extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* out, int) { return Entry::run(ctx, in, out); }
+
+extern "C" int pkb_finalize(pkb_context* ctx) { return Entry::finalize(ctx); }

@@ -111,6 +111,15 @@ struct State {
   int M = 0, N = 0, R = 0, ntiles = 0, grid = 0;
   size_t smem = 0, half = 0;
   unsigned long long calls = 0;
+
+  void shape(const pkb_tensor* in, const pkb_tensor*) {
+    N = static_cast<int>(in[0].shape[in[0].ndim - 1]);
+    M = static_cast<int>(pkb_numel(&in[0]) / N);
+  }
+  int release(pkb_context* ctx) {
+    if (sums) cudaFree(sums), sums = nullptr;
+    return sym.release(ctx);
+  }
 };
 
 template <typename T>
@@ -164,27 +173,10 @@ struct Norm {
 
 }  // namespace
 
-extern "C" int pkb_init(pkb_context* ctx) {
-  ctx->user = new State{};
-  return 0;
-}
+using Entry = Expert<State, Norm>;
 
-extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* out, int) {
-  State* st = static_cast<State*>(ctx->user);
-  const pkb_tensor& x = in[0];
-  st->N = static_cast<int>(x.shape[x.ndim - 1]);
-  st->M = static_cast<int>(pkb_numel(&x) / st->N);
-  int rc = dispatch_t<Norm>(x.dtype, ctx, st, in, out);
-  if (rc == 2) ctx->set_error(ctx, "unsupported dtype");
-  return rc == 0 ? 0 : 1;
-}
+extern "C" int pkb_init(pkb_context* ctx) { return Entry::init(ctx); }
 
-extern "C" int pkb_finalize(pkb_context* ctx) {
-  State* st = static_cast<State*>(ctx->user);
-  if (!st) return 0;
-  int rc = st->sym.release(ctx);
-  if (st->sums) cudaFree(st->sums);
-  delete st;
-  ctx->user = nullptr;
-  return rc;
-}
+extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* out, int) { return Entry::run(ctx, in, out); }
+
+extern "C" int pkb_finalize(pkb_context* ctx) { return Entry::finalize(ctx); }

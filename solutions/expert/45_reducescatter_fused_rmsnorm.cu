@@ -198,6 +198,16 @@ struct State {
   int R = 0, H = 0, rpb = 0, grid = 0, G = 0, C = 1;
   size_t half = 0;
   unsigned long long calls = 0;
+
+  void shape(const pkb_tensor* in, const pkb_tensor* out) {
+    H = static_cast<int>(pkb_numel(&in[1]));
+    R = static_cast<int>(pkb_numel(&out[0]) / H);
+  }
+  int release(pkb_context* ctx) {
+    copy.destroy();
+    bar.destroy();
+    return sym.release(ctx);
+  }
 };
 
 template <typename T>
@@ -285,29 +295,10 @@ struct RsNorm {
 
 }  // namespace
 
-extern "C" int pkb_init(pkb_context* ctx) {
-  ctx->user = new State{};
-  return 0;
-}
+using Entry = Expert<State, RsNorm>;
 
-extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* out, int) {
-  State* st = static_cast<State*>(ctx->user);
-  st->H = static_cast<int>(pkb_numel(&in[1]));
-  st->R = static_cast<int>(pkb_numel(&out[0]) / st->H);
-  int rc = dispatch_t<RsNorm>(in[0].dtype, ctx, st, in, out);
-  if (rc == 2) ctx->set_error(ctx, "unsupported dtype");
-  return rc == 0 ? 0 : 1;
-}
+extern "C" int pkb_init(pkb_context* ctx) { return Entry::init(ctx); }
 
-extern "C" int pkb_finalize(pkb_context* ctx) {
-  State* st = static_cast<State*>(ctx->user);
-  if (!st) return 0;
-  if (st->copy.s) cudaStreamSynchronize(st->copy.s);
-  if (st->bar.s) cudaStreamSynchronize(st->bar.s);
-  st->copy.destroy();
-  st->bar.destroy();
-  int rc = st->sym.release(ctx);
-  delete st;
-  ctx->user = nullptr;
-  return rc;
-}
+extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* out, int) { return Entry::run(ctx, in, out); }
+
+extern "C" int pkb_finalize(pkb_context* ctx) { return Entry::finalize(ctx); }

@@ -236,6 +236,15 @@ struct State {
   bool packed = false;
   size_t half = 0, mx_bytes = 0;  // per half: faithful [mx][st] or merged [tri]
   unsigned long long calls = 0;
+
+  void shape(const pkb_tensor* in, const pkb_tensor*) {
+    V = static_cast<int>(in[0].shape[in[0].ndim - 1]);
+    rows = static_cast<int>(pkb_numel(&in[0]) / V);
+  }
+  int release(pkb_context* ctx) {
+    if (tri) cudaFree(tri), tri = nullptr;
+    return sym.release(ctx);
+  }
 };
 
 template <typename T>
@@ -284,27 +293,10 @@ struct Loss {
 
 }  // namespace
 
-extern "C" int pkb_init(pkb_context* ctx) {
-  ctx->user = new State{};
-  return 0;
-}
+using Entry = Expert<State, Loss>;
 
-extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* out, int) {
-  State* st = static_cast<State*>(ctx->user);
-  const pkb_tensor& x = in[0];
-  st->V = static_cast<int>(x.shape[x.ndim - 1]);
-  st->rows = static_cast<int>(pkb_numel(&x) / st->V);
-  int rc = dispatch_t<Loss>(x.dtype, ctx, st, in, out);
-  if (rc == 2) ctx->set_error(ctx, "unsupported dtype");
-  return rc == 0 ? 0 : 1;
-}
+extern "C" int pkb_init(pkb_context* ctx) { return Entry::init(ctx); }
 
-extern "C" int pkb_finalize(pkb_context* ctx) {
-  State* st = static_cast<State*>(ctx->user);
-  if (!st) return 0;
-  int rc = st->sym.release(ctx);
-  if (st->tri) cudaFree(st->tri);
-  delete st;
-  ctx->user = nullptr;
-  return rc;
-}
+extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* out, int) { return Entry::run(ctx, in, out); }
+
+extern "C" int pkb_finalize(pkb_context* ctx) { return Entry::finalize(ctx); }

@@ -153,7 +153,9 @@ struct SideStream {
       if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) return 1;
     return 0;
   }
+  /// Waits for what the stream holds, then frees it and the events.
   void destroy() {
+    if (s) cudaStreamSynchronize(s);
     for (auto& e : ev)
       if (e) cudaEventDestroy(e), e = nullptr;
     if (s) cudaStreamDestroy(s), s = nullptr;
@@ -200,5 +202,31 @@ int dispatch_t(pkb_dtype d, A&&... args) {
     default: return 2;
   }
 }
+
+/// The three entry points of a fused expert. `State` (default-constructed at pkb_init) reads each
+/// call's sizes in `shape(in, out)` and frees all it holds in `int release(ctx)`; `Run<T>::run(ctx,
+/// state, in, out)` is the call for element type T (0 ok, 1 failed with ctx->set_error, 2 no path).
+template <class State, template <typename> class Run>
+struct Expert {
+  static int init(pkb_context* ctx) {
+    ctx->user = new State{};
+    return 0;
+  }
+  static int run(pkb_context* ctx, const pkb_tensor* in, pkb_tensor* out) {
+    State* st = static_cast<State*>(ctx->user);
+    st->shape(in, out);
+    int rc = dispatch_t<Run>(in[0].dtype, ctx, st, in, out);
+    if (rc == 2) ctx->set_error(ctx, "unsupported dtype");
+    return rc == 0 ? 0 : 1;
+  }
+  static int finalize(pkb_context* ctx) {
+    State* st = static_cast<State*>(ctx->user);
+    if (!st) return 0;
+    int rc = st->release(ctx);
+    delete st;
+    ctx->user = nullptr;
+    return rc;
+  }
+};
 
 }  // namespace pkbx
