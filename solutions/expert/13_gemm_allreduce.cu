@@ -133,7 +133,11 @@ struct GemmAr {
       if (st->fast) {
         const double S = static_cast<double>(M) * N * e;
         const double tc = (use_twoshot(W, static_cast<size_t>(S)) ? 2.0 * (W - 1) / W : W - 1.0) * S / kLinkBytesPerSecond;
-        st->C = pick_stages(gemm_seconds(M, N, K, ctx->dtype), tc, M, 256);
+        // At least 256 rows and 4 MiB of partial per stage: below that a stage's copy, event and
+        // launches cost more than the model's 4 us (fp32 at PKB's default shapes, where the model
+        // chose 2 stages: 75.1 us against the baseline's 67.0).
+        const long long min_rows = std::max<long long>(256, ((4ll << 20) + static_cast<long long>(N) * e - 1) / (N * e));
+        st->C = pick_stages(gemm_seconds(M, N, K, ctx->dtype), tc, M, min_rows);
         for (int i = 0; i < st->C; ++i) {
           long long r0, r1;
           stage_rows(M, st->C, i, 64, &r0, &r1);
