@@ -19,8 +19,8 @@
 //                  on a high-priority side stream; chosen when a time model (GEMM at ~600 TFLOP/s,
 //                  link at ~300 GB/s, ~4 us per extra stage) says the overlap pays: at PKB's default
 //                  shapes the all-reduce dominates and one stage (two launches) wins; with large K the
-//                  GEMM dominates and up to 8 stages hide the reduction behind it. PKBX_STAGES=<C>
-//                  overrides the model.
+//                  GEMM dominates and up to 8 stages hide the reduction behind it. A stage holds
+//                  at least 256 rows and 4 MiB of partial. PKBX_STAGES=<C> overrides the model.
 //   copy engine    W = 2 and C > 1 (large products): as pipelined, but once the GEMM of chunk i is
 //                  done the copy engines write it into the peer's landing zone (one cudaMemcpyAsync
 //                  into the peer's mapping of the symmetric buffer, side stream), and the reduction
