@@ -59,6 +59,13 @@ TEST(Compare, AgainstOracleValues) {
   EXPECT_EQ(s.first_bad, 1);
 }
 
+TEST(Sweep, LegendNamesTheLinkRateAndWhereItCameFrom) {
+  EXPECT_EQ(link_legend({{"link_gbps", 450.0}, {"source", "datasheet"}}),
+            "%link = busbw / 450 GB/s, the datasheet link rate (`pkb calibrate` measures this machine's)");
+  EXPECT_EQ(link_legend({{"link_gbps", 368.46}, {"source", "calibrated"}}), "%link = busbw / 368 GB/s, the calibrated link rate");
+  EXPECT_EQ(link_legend(nlohmann::json()), "%link = busbw / the link rate");  // a record without a roofline
+}
+
 TEST(Sweep, SizesFollowBeginEndFactor) {
   EXPECT_EQ(sweep_sizes(8 << 10, 1 << 20, 4), (std::vector<uint64_t>{8 << 10, 32 << 10, 128 << 10, 512 << 10}));
   EXPECT_EQ(sweep_sizes(1024, 1024, 2), (std::vector<uint64_t>{1024}));

@@ -171,6 +171,13 @@ std::vector<SweepRow> run_sweep(const SweepOptions& o) {
   return rows;
 }
 
+std::string link_legend(const nlohmann::json& roofline) {
+  if (!roofline.is_object() || roofline.value("link_gbps", 0.0) <= 0) return "%link = busbw / the link rate";
+  std::string source = roofline.value("source", std::string("datasheet"));
+  return fmt::format("%link = busbw / {:.0f} GB/s, the {} link rate{}", roofline.value("link_gbps", 0.0), source,
+                     source == "calibrated" ? "" : " (`pkb calibrate` measures this machine's)");
+}
+
 std::string format_sweep_table(const SweepOptions& o, const std::vector<SweepRow>& rows) {
   std::string out;
   if (rows.empty()) return out;
@@ -194,7 +201,7 @@ std::string format_sweep_table(const SweepOptions& o, const std::vector<SweepRow
                        rf.is_object() ? rf.value("link_pct", 0.0) : 0.0, graph, to_string(r.status),
                        r.status == Status::ok ? "" : "  " + r.message.substr(0, 100));
   }
-  out += "algbw = size / time; busbw = algbw x the problem's bus factor (GB/s); %link = busbw / measured link rate\n";
+  out += "algbw = size / time; busbw = algbw x the problem's bus factor (GB/s); " + link_legend(r0.roofline) + "\n";
   return out;
 }
 

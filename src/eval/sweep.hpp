@@ -35,4 +35,7 @@ std::vector<SweepRow> run_sweep(const SweepOptions& opts);
 /// The nccl-tests-like table.
 std::string format_sweep_table(const SweepOptions& opts, const std::vector<SweepRow>& rows);
 
+/// The table's legend for %link: which rate it divides by, and whether calibrated or the datasheet's.
+std::string link_legend(const nlohmann::json& roofline);
+
 }  // namespace pkb

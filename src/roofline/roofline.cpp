@@ -40,6 +40,7 @@ Roofline compute_roofline(const Work& w, const HardwareFacts& c, const HardwareF
   auto us = [](double amount, double per_us) { return per_us > 0 ? amount / per_us : 0.0; };
   Roofline r;
   r.source = source;
+  r.link_gbps = c.link_gbps();
   r.link_us = us(w.link_bytes, c.link_gbps() * 1e3);        // GB/s = 1e3 bytes per us
   r.flop_us = us(w.flops, rate_flops(c) * 1e6);             // TFLOP/s = 1e6 FLOP per us
   r.hbm_us = us(w.hbm_bytes, c.hbm_gbps * 1e3);
@@ -65,7 +66,8 @@ nlohmann::json to_json(const Roofline& r, const Work& w) {
           {"link_us", r.link_us},     {"flop_us", r.flop_us},       {"hbm_us", r.hbm_us},
           {"launch_us", r.launch_us}, {"peak_floor_us", r.peak_floor_us}, {"measured_us", r.measured_us},
           {"pct", r.pct},             {"algbw_gbps", r.algbw_gbps}, {"busbw_gbps", r.busbw_gbps},
-          {"link_pct", r.link_pct},   {"impossible", r.impossible}, {"link_bytes", w.link_bytes},
+          {"link_pct", r.link_pct},   {"link_gbps", r.link_gbps},   {"impossible", r.impossible},
+          {"link_bytes", w.link_bytes},
           {"flops", w.flops},         {"hbm_bytes", w.hbm_bytes},   {"algbw_bytes", w.algbw_bytes},
           {"busbw_factor", w.busbw_factor}};
 }

@@ -43,7 +43,8 @@ struct Roofline {
   double peak_floor_us = 0;  // from datasheet peaks, without the launch: nothing can beat it
   double measured_us = 0;
   double pct = 0;            // floor / measured, in percent
-  double algbw_gbps = 0, busbw_gbps = 0, link_pct = 0;  // link_pct: busbw / measured link rate
+  double link_gbps = 0;      // the link rate the link figures divide by (calibrated or datasheet)
+  double algbw_gbps = 0, busbw_gbps = 0, link_pct = 0;  // link_pct: busbw / link_gbps
   bool impossible = false;   // measured < peak_floor
 };
 

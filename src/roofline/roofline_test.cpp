@@ -30,6 +30,9 @@ TEST(Roofline, FloorIsTheSlowestResourcePlusALaunch) {
   EXPECT_NEAR(r.pct, 50.0, 1e-9);
   EXPECT_NEAR(r.algbw_gbps, 2e6 / 24e3, 1e-9);
   EXPECT_NEAR(r.busbw_gbps, 1.5 * 2e6 / 24e3, 1e-9);
+  EXPECT_NEAR(r.link_gbps, 370.0, 1e-9);  // what link_pct divides by, recorded beside it
+  EXPECT_NEAR(r.link_pct, 100.0 * r.busbw_gbps / 370.0, 1e-9);
+  EXPECT_EQ(to_json(r, w).value("link_gbps", 0.0), 370.0);
   EXPECT_FALSE(r.impossible);
   // Faster than the datasheet allows: 3.7 MB at 450 GB/s takes 8.2 us.
   EXPECT_TRUE(compute_roofline(w, c, peaks, DType::bf16, 5.0, "calibrated").impossible);
