@@ -98,9 +98,7 @@ void print_tensors(const Instance& inst, bool inputs) {
     int start = 0;
     for (int r = 1; r <= static_cast<int>(ranks.size()); ++r) {
       auto get = [&](int k) -> const TensorPlan& { return inputs ? ranks[k].inputs[i] : ranks[k].outputs[i]; };
-      if (r < static_cast<int>(ranks.size()) && get(r).shape == get(start).shape && get(r).dtype == get(start).dtype &&
-          same_draw(get(r).dist, get(start).dist))
-        continue;
+      if (r < static_cast<int>(ranks.size()) && same_listing(get(r), get(start))) continue;
       const TensorPlan& t = get(start);
       std::string who = start == r - 1 ? fmt::format("rank {}", start) : fmt::format("ranks {}-{}", start, r - 1);
       fmt::print("  {:<14} {:<10} {:<28} {:>10}  {}\n", t.name, who, shape_text(t.shape, t.dtype), format_bytes(static_cast<double>(t.bytes())),

@@ -60,9 +60,7 @@ std::string tensor_list(const Instance& inst, bool inputs) {
   for (size_t i = 0; i < specs.size(); ++i) {
     auto get = [&](size_t r) -> const TensorPlan& { return inputs ? ranks[r].inputs[i] : ranks[r].outputs[i]; };
     for (size_t start = 0, r = 1; r <= ranks.size(); ++r) {
-      if (r < ranks.size() && get(r).shape == get(start).shape && get(r).dtype == get(start).dtype &&
-          (!inputs || same_draw(get(r).dist, get(start).dist)))
-        continue;
+      if (r < ranks.size() && same_listing(get(r), get(start))) continue;  // outputs: no draw, always alike
       std::string who = start == r - 1 ? fmt::format("rank {}", start) : fmt::format("ranks {}-{}", start, r - 1);
       out += fmt::format("- [{}] `{}` on {}: {}", i, specs[i].name, who, tensor_text(get(start)));
       if (inputs) {

@@ -112,6 +112,11 @@ struct TensorPlan {
   size_t bytes() const { return numel() * dtype_size(dtype); }
 };
 
+/// Whether two ranks' plans of one tensor can be listed as one: same shape, dtype and draw.
+inline bool same_listing(const TensorPlan& a, const TensorPlan& b) {
+  return a.shape == b.shape && a.dtype == b.dtype && same_draw(a.dist, b.dist);
+}
+
 struct GroupPlan {
   std::string name;
   int color = 0, key = 0;

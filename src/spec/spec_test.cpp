@@ -258,5 +258,25 @@ name = "send"
   }
 }
 
+TEST(TensorPlanListing, RanksListTogetherOnlyWhenDrawnAlike) {
+  TensorPlan a;
+  a.shape = {4, 8};
+  a.dist.kind = DistKind::split;
+  a.dist.b = 0;  // a split's b is the rank: not part of how it reads
+  TensorPlan b = a;
+  b.dist.b = 1;
+  EXPECT_TRUE(same_listing(a, b));
+  b.dist.a = 3;  // another total
+  EXPECT_FALSE(same_listing(a, b));
+  TensorPlan x, y;  // outputs carry no draw
+  x.shape = y.shape = {16};
+  EXPECT_TRUE(same_listing(x, y));
+  y.dist.shared = true;
+  EXPECT_FALSE(same_listing(x, y));
+  y = x;
+  y.shape = {32};
+  EXPECT_FALSE(same_listing(x, y));
+}
+
 }  // namespace
 }  // namespace pkb
