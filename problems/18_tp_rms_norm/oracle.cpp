@@ -6,40 +6,18 @@
 #include <cmath>
 #include <vector>
 
-#include "core/numeric.hpp"
 #include "spec/oracle.hpp"
 
 namespace {
 
 constexpr double kEps = 1e-5;  // PKB: variance_epsilon = 1e-5
 
-enum class Narrow { fp32, bf16, fp16 };
-
-Narrow infer_d(const pkb::OracleIO& io) {
-  if (io.param("e") == 4) return Narrow::fp32;
-  for (double v : io.inputs[0][0].values) {
-    float f = static_cast<float>(v);
-    if (pkb::num::bf16_to_float(pkb::num::float_to_bf16(f)) != f) return Narrow::fp16;
-  }
-  return Narrow::bf16;
-}
-
-// PyTorch computes x * rsqrt(...) in fp32 and casts it to D.
-double round_to(Narrow d, double v) {
-  float f = static_cast<float>(v);
-  switch (d) {
-    case Narrow::bf16: return pkb::num::bf16_to_float(pkb::num::float_to_bf16(f));
-    case Narrow::fp16: return pkb::num::fp16_to_float(pkb::num::float_to_fp16(f));
-    default: return f;
-  }
-}
-
 }  // namespace
 
 PKB_ORACLE(io) {
   const int W = io.world;
   const size_t M = io.param("M"), N = io.param("N");
-  const Narrow d = infer_d(io);
+  const pkb::Narrow d = pkb::infer_narrow(io, io.inputs[0][0].values);
   for (size_t m = 0; m < M; ++m) {
     double ss = 0.0;
     for (int r = 0; r < W; ++r)
@@ -50,7 +28,7 @@ PKB_ORACLE(io) {
     const double inv_rms = 1.0 / std::sqrt(ss / static_cast<double>(N * W) + kEps);
     for (int r = 0; r < W; ++r)
       for (size_t n = 0; n < N; ++n) {
-        double y = round_to(d, io.inputs[r][0].values[m * N + n] * inv_rms);
+        double y = pkb::round_to(d, io.inputs[r][0].values[m * N + n] * inv_rms);
         io.outputs[r][0].values[m * N + n] = io.inputs[r][1].values[n] * y;
       }
   }

@@ -7,38 +7,18 @@
 #include <cmath>
 #include <vector>
 
-#include "core/numeric.hpp"
 #include "spec/oracle.hpp"
 
 namespace {
 
 constexpr double kEps = 1e-5;  // PKB: eps = 1e-5
 
-enum class Narrow { fp32, bf16, fp16 };
-
-Narrow infer_d(const pkb::OracleIO& io) {
-  if (io.param("e") == 4) return Narrow::fp32;
-  for (double v : io.inputs[0][1].values) {
-    float f = static_cast<float>(v);
-    if (pkb::num::bf16_to_float(pkb::num::float_to_bf16(f)) != f) return Narrow::fp16;
-  }
-  return Narrow::bf16;
-}
-
-double round_to(Narrow d, float f) {
-  switch (d) {
-    case Narrow::bf16: return pkb::num::bf16_to_float(pkb::num::float_to_bf16(f));
-    case Narrow::fp16: return pkb::num::fp16_to_float(pkb::num::float_to_fp16(f));
-    default: return f;
-  }
-}
-
 }  // namespace
 
 PKB_ORACLE(io) {
   const int W = io.world;
   const size_t R = io.param("R"), H = io.param("H"), chunk = R * H;
-  const Narrow d = infer_d(io);
+  const pkb::Narrow d = pkb::infer_narrow(io, io.inputs[0][1].values);
   const float inv_world = 1.0f / static_cast<float>(W);
   std::vector<double> x(chunk);
   for (int r = 0; r < W; ++r) {
@@ -46,7 +26,7 @@ PKB_ORACLE(io) {
       double s = 0.0;
       for (int q = 0; q < W; ++q) s += io.inputs[q][0].values[r * chunk + i];
       // The product of two floats is exact in double; the cast rounds it as the fp32 multiply does.
-      x[i] = round_to(d, static_cast<float>(s * static_cast<double>(inv_world)));
+      x[i] = pkb::round_to(d, static_cast<float>(s * static_cast<double>(inv_world)));
     }
     const std::vector<double>& gamma = io.inputs[r][1].values;
     for (size_t row = 0; row < R; ++row) {
