@@ -9,6 +9,16 @@
 
 namespace pkb::worker {
 
+/// Clears any persisting-L2 set-aside on the current device (a solution must not keep data
+/// resident in L2 across calls). Returns whether there was one to clear.
+inline bool clear_persisting_l2() {
+  size_t persisting = 0;
+  if (cudaDeviceGetLimit(&persisting, cudaLimitPersistingL2CacheSize) != cudaSuccess || persisting == 0) return false;
+  CUDA_CHECK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0));
+  CUDA_CHECK(cudaCtxResetPersistingL2Cache());
+  return true;
+}
+
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;

@@ -87,11 +87,7 @@ Runtime::Runtime(const WorkerPlan& plan) : plan_(plan), device_(plan.device) {
   // only ever sees what a solution set. On the H200 machines the first timed call of every job,
   // baseline and NCCL-only solutions included, found a nonzero limit left by start-up (CUDA context,
   // NCCL or cuBLAS initialisation), and the warning blamed the solution.
-  size_t persisting = 0;
-  if (cudaDeviceGetLimit(&persisting, cudaLimitPersistingL2CacheSize) == cudaSuccess && persisting > 0) {
-    CUDA_CHECK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0));
-    CUDA_CHECK(cudaCtxResetPersistingL2Cache());
-  }
+  clear_persisting_l2();
 
   ctx_.abi_version = PKB_ABI_VERSION;
   ctx_.rank = plan.rank;

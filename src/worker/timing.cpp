@@ -132,13 +132,7 @@ void Session::run_timing() {
   auto one_call = [&](int c) {
     TensorSet& in = groups[c % cp.groups];
     int t = c - cp.warmup;
-    // A solution must not keep data resident in L2 across calls: undo any persisting-L2 setting.
-    size_t persisting = 0;
-    if (cudaDeviceGetLimit(&persisting, cudaLimitPersistingL2CacheSize) == cudaSuccess && persisting > 0) {
-      CUDA_CHECK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0));
-      CUDA_CHECK(cudaCtxResetPersistingL2Cache());
-      ++l2_resets;
-    }
+    if (clear_persisting_l2()) ++l2_resets;  // undo what the solution set
     uint64_t pcall = poison_bits(step_->seed, static_cast<uint64_t>(step_->trials + c));
     std::vector<uint64_t> poisons;
     for (size_t o = 0; o < n_out && tp.checks; ++o) {
