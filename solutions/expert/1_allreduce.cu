@@ -61,14 +61,7 @@ struct PushReducePull {
     } else if (phase == 1) {
 #pragma unroll
       for (int p = 0; p < W; ++p) x[p] = p == rank ? in[rank * slice + j] : land[p * slice + j];
-      Pack<T> y;
-#pragma unroll
-      for (int k = 0; k < Pack<T>::N; ++k) {
-        float acc = 0.f;
-#pragma unroll
-        for (int p = 0; p < W; ++p) acc += to_f(x[p].v[k]);
-        y.v[k] = from_f<T>(acc);
-      }
+      const Pack<T> y = sum_packs<T, W>(x);
       out[rank * slice + j] = y;
       result[j] = y;
     } else {

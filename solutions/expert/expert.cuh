@@ -67,13 +67,10 @@ __device__ __forceinline__ void barrier(const ncclDevComm& dc) {
 __device__ __forceinline__ size_t first_index() { return size_t(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ size_t grid_stride() { return size_t(gridDim.x) * blockDim.x; }
 
-/// Sum of pack j over `W` ranks' buffers (fp32 accumulation, rank order: every rank that computes
-/// the same element gets the same bits). All loads are issued before the first add.
+/// Element-wise sum of W packs, fp32 in index (= rank) order, one rounding to T: every rank that
+/// sums the same packs gets the same bits.
 template <typename T, int W>
-__device__ __forceinline__ Pack<T> sum_peers(ncclWindow_t win, size_t off, size_t j) {
-  Pack<T> x[W];
-#pragma unroll
-  for (int p = 0; p < W; ++p) x[p] = peer_pack<T>(win, off, p)[j];
+__device__ __forceinline__ Pack<T> sum_packs(const Pack<T> (&x)[W]) {
   Pack<T> y;
 #pragma unroll
   for (int k = 0; k < Pack<T>::N; ++k) {
@@ -85,21 +82,13 @@ __device__ __forceinline__ Pack<T> sum_peers(ncclWindow_t win, size_t off, size_
   return y;
 }
 
-/// Sum of `W` packs at stride `stride` packs in local memory (a landing zone), fp32, in order.
+/// Sum of pack j over `W` ranks' buffers (all loads issued before the first add).
 template <typename T, int W>
-__device__ __forceinline__ Pack<T> sum_local(const Pack<T>* base, size_t stride, size_t j) {
+__device__ __forceinline__ Pack<T> sum_peers(ncclWindow_t win, size_t off, size_t j) {
   Pack<T> x[W];
 #pragma unroll
-  for (int p = 0; p < W; ++p) x[p] = base[p * stride + j];
-  Pack<T> y;
-#pragma unroll
-  for (int k = 0; k < Pack<T>::N; ++k) {
-    float acc = 0.f;
-#pragma unroll
-    for (int p = 0; p < W; ++p) acc += to_f(x[p].v[k]);
-    y.v[k] = from_f<T>(acc);
-  }
-  return y;
+  for (int p = 0; p < W; ++p) x[p] = peer_pack<T>(win, off, p)[j];
+  return sum_packs<T, W>(x);
 }
 
 // ---- chunked pipelines --------------------------------------------------------------------------
