@@ -14,15 +14,19 @@
 //   pipelined  larger GEMMs: M is cut into C chunks. On a high-priority side stream the copy engines
 //              write chunk i of this rank's shard into its column range of every rank's A_global
 //              (one strided cudaMemcpy2DAsync per rank, into the peers' mappings of the symmetric
-//              buffer, the own copy last), then a one-CTA kernel meets the peers (after it, every
-//              rank's chunk-i copies into this rank have completed); cuBLAS computes chunk i on
-//              ctx->stream once that barrier is through, while chunk i+1 moves. The copy engines
+//              buffer), then a one-CTA kernel meets the peers (after it, every rank's chunk-i
+//              copies into this rank have completed); the own shard's copy into the local A_global
+//              runs on a second copy stream, so that it does not delay the first chunk's barrier
+//              (measured 2.5 % faster at the large size than after the peers' copies on the same
+//              stream; PKBX_OWN=0 puts it back there). cuBLAS computes chunk i on ctx->stream once
+//              its barrier and own copy are through, while chunk i+1 moves. The copy engines
 //              leave every SM to the GEMM (an earlier version pushed with 48 CTAs of SM stores,
 //              which slowed the GEMM by more than the transfer it hid). Only the first chunk's
 //              transfer is exposed. C from a time model (GEMM ~600 TFLOP/s, link ~300 GB/s, ~4 us
 //              per extra stage), chunks of >= 256 rows; PKBX_STAGES=<C> overrides it. Tried and
-//              dropped (2 x H200, large size): chunks growing 1, 2, 4, 8, 8, ... with the own-shard
-//              copy on a second stream measured 2-7 % slower than uniform chunks.
+//              dropped (2 x H200, large size): chunks growing 1, 2, 4, 8, 8, ... measured 2-7 %
+//              slower than uniform chunks; a first chunk of 1/2 or 1/4 of the others, 1-9 % slower;
+//              16 stages, 4-5 % slower than 8 (one run each, single-run noise ~0.5 %).
 //   NCCL       K/W x e not a multiple of 16 bytes, or no load/store peers: ncclAllGather, a
 //              concatenation kernel, cuBLAS.
 // Buffer reuse: A_global is double-buffered by call parity. Peers write into half k % 2 in call k
@@ -75,7 +79,8 @@ __global__ void concat_k(const T* __restrict__ g, T* __restrict__ a, long long M
 
 struct State {
   LazySymmetric sym;
-  SideStream side;
+  SideStream side, own;  // own: the own shard's copies into A_global (unless PKBX_OWN=0)
+  bool own_stream = true;
   void* scratch = nullptr;  // NCCL path: gathered shards, then A_global
   bool decided = false, fast = false;
   int M = 0, N = 0, Kl = 0, C = 1;
@@ -89,6 +94,7 @@ struct State {
   }
   int release(pkb_context* ctx) {
     side.destroy();
+    own.destroy();
     if (scratch) cudaFree(scratch), scratch = nullptr;
     return sym.release(ctx);
   }
@@ -108,7 +114,8 @@ struct AgGemm {
         st->C = pick_stages(gemm_seconds(M, N, K, ctx->dtype), tc, M, 256);
         st->half = round_up(static_cast<size_t>(M) * K * e, 256);
         if (st->sym.ensure(ctx, 2 * st->half) != 0) return 1;
-        if (st->C > 1 && st->side.create() != 0) {
+        if (const char* v = std::getenv("PKBX_OWN")) st->own_stream = std::atoi(v) == 1;
+        if (st->C > 1 && (st->side.create() != 0 || (st->own_stream && st->own.create() != 0))) {
           ctx->set_error(ctx, "cannot create the side stream");
           return 1;
         }
@@ -142,6 +149,7 @@ struct AgGemm {
     // Copies and barriers first (all on the side stream, after everything already on ctx->stream),
     // then the GEMMs, each after its chunk's barrier.
     PKB_CUDA(ctx, stream_after(st->side.s, ctx->stream, st->side.ev[st->C]));
+    if (st->own_stream) PKB_CUDA(ctx, stream_after(st->own.s, ctx->stream, st->own.ev[st->C]));
     const size_t pitch_src = static_cast<size_t>(Kl) * e, pitch_dst = static_cast<size_t>(K) * e;
     const size_t col = static_cast<size_t>(ctx->rank) * Kl;
     for (int i = 0; i < st->C; ++i) {
@@ -151,17 +159,20 @@ struct AgGemm {
         const T* src = A + static_cast<size_t>(r0) * Kl;
         for (int j = 1; j <= W; ++j) {  // peers first, own copy last
           char* dst = static_cast<char*>(st->sym.buf.peers[(ctx->rank + j) % W]) + off + (static_cast<size_t>(r0) * K + col) * e;
-          PKB_CUDA(ctx, cudaMemcpy2DAsync(dst, pitch_dst, src, pitch_src, pitch_src, r1 - r0, cudaMemcpyDeviceToDevice, st->side.s));
+          cudaStream_t cs = j == W && st->own_stream ? st->own.s : st->side.s;
+          PKB_CUDA(ctx, cudaMemcpy2DAsync(dst, pitch_dst, src, pitch_src, pitch_src, r1 - r0, cudaMemcpyDeviceToDevice, cs));
         }
         chunk_barrier<<<1, 128, 0, st->side.s>>>(*ctx->devcomm);
         PKB_LAUNCH(ctx);
       }
       PKB_CUDA(ctx, cudaEventRecord(st->side.ev[i], st->side.s));
+      if (st->own_stream) PKB_CUDA(ctx, cudaEventRecord(st->own.ev[i], st->own.s));
     }
     for (int i = 0; i < st->C; ++i) {
       long long r0, r1;
       stage_rows(M, st->C, i, 64, &r0, &r1);
       PKB_CUDA(ctx, cudaStreamWaitEvent(ctx->stream, st->side.ev[i], 0));  // the last wait joins the side stream
+      if (st->own_stream) PKB_CUDA(ctx, cudaStreamWaitEvent(ctx->stream, st->own.ev[i], 0));
       if (r1 > r0)
         PKB_CUBLAS(ctx, gemm_rm(ctx->cublas, d, static_cast<int>(r1 - r0), N, K, Ag + r0 * K, K, B, N, Cout + r0 * N, N));
     }
