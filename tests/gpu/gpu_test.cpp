@@ -1,7 +1,7 @@
 // GPU integration tests: drive the real `pkb` binary on real GPUs and check its JSON records.
 // They skip (exit 77 through CTest's SKIP_RETURN_CODE) where fewer than two GPUs are visible.
 //
-//   Oracle      every problem's baseline against its CPU double-precision oracle, W=2 and W=4
+//   Oracle      every problem's baseline against its CPU double-precision oracle, W = 2, 4 and 8
 //   SelfEval    every baseline as its own candidate: ok, bitwise identical, plausible speedup
 //   Sample      the one-shot all-reduce example passes and is timed
 //   Experts     every expert solution passes at every size class of its problem
@@ -202,7 +202,7 @@ extern "C" int pkb_finalize(pkb_context*) { return 0; }
   EXPECT_TRUE(leftover_workers().empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(World, Gpu, ::testing::Values(2, 4), [](const auto& info) { return "W" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(World, Gpu, ::testing::Values(2, 4, 8), [](const auto& info) { return "W" + std::to_string(info.param); });
 
 struct Case {
   fs::path file;
