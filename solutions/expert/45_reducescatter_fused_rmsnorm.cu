@@ -51,6 +51,29 @@ __device__ __forceinline__ float scattered(float sum, float W) {
   return rnd<T>(rnd<T>(sum) / W);
 }
 
+/// Pack j of this rank's slice: the W slots (its own read from the input, the others from the
+/// landing zone) summed in rank order in fp32 and rounded as the baseline; adds the squares to ss.
+template <typename T>
+__device__ __forceinline__ Pack<T> scatter_pack(const Pack<T>* __restrict__ in, const Pack<T>* __restrict__ land, size_t chunk,
+                                                size_t j, int W, int rank, float fw, float& ss) {
+  Pack<T> x[kMaxW];
+#pragma unroll
+  for (int p = 0; p < kMaxW; ++p)
+    if (p < W) x[p] = p == rank ? in[rank * chunk + j] : land[p * chunk + j];
+  Pack<T> y;
+#pragma unroll
+  for (int k = 0; k < Pack<T>::N; ++k) {
+    float acc = 0.f;
+#pragma unroll
+    for (int p = 0; p < kMaxW; ++p)
+      if (p < W) acc += to_f(x[p].v[k]);
+    const float v = scattered<T>(acc, fw);
+    ss = fmaf(v, v, ss);
+    y.v[k] = from_f<T>(v);
+  }
+  return y;
+}
+
 /// Normalise the row whose packs this group of G lanes wrote to `row` (x values stored as D), given
 /// the row's sum of squares `ss`: mean over H, rsqrt, times gamma, written back in place.
 template <typename T>
@@ -96,22 +119,7 @@ __global__ void __launch_bounds__(kThreadsRs)
     if (live) {
       for (int c = gl; c < ppr; c += G) {
         const size_t j = static_cast<size_t>(row) * ppr + c;
-        Pack<T> x[kMaxW];
-#pragma unroll
-        for (int p = 0; p < kMaxW; ++p)
-          if (p < W) x[p] = p == rank ? in[rank * chunk + j] : land[p * chunk + j];
-        Pack<T> y;
-#pragma unroll
-        for (int k = 0; k < Pack<T>::N; ++k) {
-          float acc = 0.f;
-#pragma unroll
-          for (int p = 0; p < kMaxW; ++p)
-            if (p < W) acc += to_f(x[p].v[k]);
-          const float v = scattered<T>(acc, fw);
-          ss = fmaf(v, v, ss);
-          y.v[k] = from_f<T>(v);
-        }
-        out[j] = y;
+        out[j] = scatter_pack<T>(in, land, chunk, j, W, rank, fw, ss);
       }
     }
     ss = warp_sum(ss, G);
@@ -138,22 +146,7 @@ __global__ void __launch_bounds__(kNormThreads)
   float ss = 0.f;
   for (int c = threadIdx.x; c < ppr; c += blockDim.x) {
     const size_t j = row * ppr + c;
-    Pack<T> x[kMaxW];
-#pragma unroll
-    for (int p = 0; p < kMaxW; ++p)
-      if (p < W) x[p] = p == rank ? in[rank * chunk + j] : land[p * chunk + j];
-    Pack<T> y;
-#pragma unroll
-    for (int k = 0; k < Pack<T>::N; ++k) {
-      float acc = 0.f;
-#pragma unroll
-      for (int p = 0; p < kMaxW; ++p)
-        if (p < W) acc += to_f(x[p].v[k]);
-      const float v = scattered<T>(acc, fw);
-      ss = fmaf(v, v, ss);
-      y.v[k] = from_f<T>(v);
-    }
-    out[j] = y;
+    out[j] = scatter_pack<T>(in, land, chunk, j, W, rank, fw, ss);
   }
   ss = warp_sum(ss);
   if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
@@ -161,14 +154,7 @@ __global__ void __launch_bounds__(kNormThreads)
   float total = 0.f;
 #pragma unroll
   for (int w = 0; w < kNormThreads / 32; ++w) total += part[w];
-  const float r = rsqrtf(total / H + kEps);
-  for (int c = threadIdx.x; c < ppr; c += blockDim.x) {  // this thread's own packs, written above
-    const size_t j = row * ppr + c;
-    Pack<T> v = out[j], g = gamma[c], y;
-#pragma unroll
-    for (int k = 0; k < Pack<T>::N; ++k) y.v[k] = from_f<T>(to_f(v.v[k]) * r * to_f(g.v[k]));
-    out[j] = y;
-  }
+  norm_row<T>(out + row * ppr, gamma, total, ppr, threadIdx.x, blockDim.x, H);  // this thread's own packs
 }
 
 // ---- NCCL path -----------------------------------------------------------------------------------
