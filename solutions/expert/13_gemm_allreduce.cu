@@ -26,7 +26,10 @@
 //                  into the peer's mapping of the symmetric buffer, side stream), and the reduction
 //                  kernel (barrier: the peer's copy of the chunk has completed) reads only local
 //                  memory. The SMs then spend a local HBM pass per chunk on the reduction instead of
-//                  waiting on NVLink loads for the whole transfer while the GEMM wants them. At W = 2
+//                  waiting on NVLink loads for the whole transfer while the GEMM wants them. The
+//                  last stage is half the others (its copy and reduction follow the last GEMM,
+//                  exposed): 2 x H200, large size, 927 vs 944 us over three rounds (a quarter: 952;
+//                  PKBX_LASTDIV=<d> sets the divisor, 1 = uniform). At W = 2
 //                  one push per rank is the all-reduce minimum; at W > 2 a push to every peer would
 //                  send (W-1) S, so the SM variants stay there.
 //   NCCL           N x e not a multiple of 16 bytes, or no load/store peers: cuBLAS + ncclAllReduce.
@@ -103,7 +106,7 @@ struct State {
   LazySymmetric sym;
   SideStream side;
   bool decided = false, fast = false, any_twoshot = false, ce = false;
-  int M = 0, N = 0, K = 0, C = 1;
+  int M = 0, N = 0, K = 0, C = 1, last_div = 1;
   size_t p_bytes = 0, half = 0;
   unsigned long long calls = 0;
 
@@ -111,6 +114,18 @@ struct State {
     M = static_cast<int>(in[0].shape[0]);
     K = static_cast<int>(in[0].shape[1]);
     N = static_cast<int>(in[1].shape[1]);
+  }
+  /// Rows [r0, r1) of stage i: uniform stages, except that the last is 1/last_div of the others (its
+  /// transfer and reduction follow the last GEMM, exposed).
+  void rows(int i, long long* r0, long long* r1) const {
+    if (last_div <= 1 || C == 1) return stage_rows(M, C, i, 64, r0, r1);
+    const long long per = static_cast<long long>(round_up(static_cast<size_t>((M + C - 1) / C), 64));
+    const long long last = std::max<long long>(64, static_cast<long long>(round_up(static_cast<size_t>(per / last_div), 64)));
+    if (i == C - 1) {
+      *r0 = std::max<long long>(0, M - last), *r1 = M;
+      return;
+    }
+    stage_rows(M - last, C - 1, i, 64, r0, r1);
   }
   int release(pkb_context* ctx) {
     side.destroy();
@@ -138,12 +153,14 @@ struct GemmAr {
         // chose 2 stages: 75.1 us against the baseline's 67.0).
         const long long min_rows = std::max<long long>(256, ((4ll << 20) + static_cast<long long>(N) * e - 1) / (N * e));
         st->C = pick_stages(gemm_seconds(M, N, K, ctx->dtype), tc, M, min_rows);
+        st->ce = W == 2 && st->C > 1;
+        if (st->ce) st->last_div = 2;
+        if (const char* v = std::getenv("PKBX_LASTDIV")) st->last_div = std::max(1, std::atoi(v));
         for (int i = 0; i < st->C; ++i) {
           long long r0, r1;
-          stage_rows(M, st->C, i, 64, &r0, &r1);
+          st->rows(i, &r0, &r1);
           st->any_twoshot |= use_twoshot(W, static_cast<size_t>(r1 - r0) * N * e);
         }
-        st->ce = W == 2 && st->C > 1;
         st->p_bytes = round_up(static_cast<size_t>(M) * N * e, 256);
         // per half: [P][published slices if two-shot] or, copy engine, [P][W landing slots]
         st->half = st->p_bytes * (st->ce ? 1 + W : st->any_twoshot ? 2 : 1);
@@ -168,7 +185,7 @@ struct GemmAr {
     const size_t row_packs = static_cast<size_t>(N) * e / 16;
     for (int i = 0; i < st->C; ++i) {
       long long r0, r1;
-      stage_rows(M, st->C, i, 64, &r0, &r1);
+      st->rows(i, &r0, &r1);
       if (r1 <= r0) continue;  // same on every rank
       PKB_CUBLAS(ctx, gemm_rm(ctx->cublas, in[0].dtype, static_cast<int>(r1 - r0), N, K, A + r0 * K, K, B, N, P + r0 * N, N));
       cudaStream_t rs = ctx->stream;
