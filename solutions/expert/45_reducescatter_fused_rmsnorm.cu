@@ -51,27 +51,24 @@ __device__ __forceinline__ float scattered(float sum, float W) {
   return rnd<T>(rnd<T>(sum) / W);
 }
 
-/// Pack j of this rank's slice: the W slots (its own read from the input, the others from the
-/// landing zone) summed in rank order in fp32 and rounded as the baseline; adds the squares to ss.
+/// This rank's sources of its slice: its own rows of the input, the peers' from the landing zone.
 template <typename T>
-__device__ __forceinline__ Pack<T> scatter_pack(const Pack<T>* __restrict__ in, const Pack<T>* __restrict__ land, size_t chunk,
-                                                size_t j, int W, int rank, float fw, float& ss) {
-  Pack<T> x[kMaxW];
+__device__ __forceinline__ void slice_srcs(const Pack<T>* (&src)[kMaxW], const Pack<T>* in, const Pack<T>* land, size_t chunk,
+                                           int W, int rank) {
 #pragma unroll
   for (int p = 0; p < kMaxW; ++p)
-    if (p < W) x[p] = p == rank ? in[rank * chunk + j] : land[p * chunk + j];
-  Pack<T> y;
-#pragma unroll
-  for (int k = 0; k < Pack<T>::N; ++k) {
-    float acc = 0.f;
-#pragma unroll
-    for (int p = 0; p < kMaxW; ++p)
-      if (p < W) acc += to_f(x[p].v[k]);
+    if (p < W) src[p] = p == rank ? in + rank * chunk : land + p * chunk;
+}
+
+/// Pack j of the slice: the W sources summed in rank order, rounded as the baseline (scattered); adds
+/// the squares of the values to ss.
+template <typename T>
+__device__ __forceinline__ Pack<T> scatter_pack(const Pack<T>* const (&src)[kMaxW], size_t j, int W, float fw, float& ss) {
+  return sum_srcs<T>(src, W, j, [&](float acc) {
     const float v = scattered<T>(acc, fw);
     ss = fmaf(v, v, ss);
-    y.v[k] = from_f<T>(v);
-  }
-  return y;
+    return v;
+  });
 }
 
 /// Normalise the row whose packs this group of G lanes wrote to `row` (x values stored as D), given
@@ -107,7 +104,8 @@ __global__ void __launch_bounds__(kThreadsRs)
   }
   barrier_at(dc, 0);
   // Phase 2: sum the W slots of this block's rows, round as the baseline, normalise.
-  const Pack<T>* land = static_cast<const Pack<T>*>(ncclGetLocalPointer(win, off));
+  const Pack<T>* src[kMaxW];
+  slice_srcs<T>(src, in, static_cast<const Pack<T>*>(ncclGetLocalPointer(win, off)), chunk, W, rank);
   const float fw = static_cast<float>(W);
   const int groups = blockDim.x / G, gid = threadIdx.x / G, gl = threadIdx.x % G;
   // Groups of G lanes never straddle a warp (G divides 32), so shuffles stay inside the group; every
@@ -119,7 +117,7 @@ __global__ void __launch_bounds__(kThreadsRs)
     if (live) {
       for (int c = gl; c < ppr; c += G) {
         const size_t j = static_cast<size_t>(row) * ppr + c;
-        out[j] = scatter_pack<T>(in, land, chunk, j, W, rank, fw, ss);
+        out[j] = scatter_pack<T>(src, j, W, fw, ss);
       }
     }
     ss = warp_sum(ss, G);
@@ -143,10 +141,12 @@ __global__ void __launch_bounds__(kNormThreads)
   __shared__ float part[kNormThreads / 32];
   const size_t chunk = static_cast<size_t>(R) * ppr, row = static_cast<size_t>(first) + blockIdx.x;
   const float fw = static_cast<float>(W);
+  const Pack<T>* src[kMaxW];
+  slice_srcs<T>(src, in, land, chunk, W, rank);
   float ss = 0.f;
   for (int c = threadIdx.x; c < ppr; c += blockDim.x) {
     const size_t j = row * ppr + c;
-    out[j] = scatter_pack<T>(in, land, chunk, j, W, rank, fw, ss);
+    out[j] = scatter_pack<T>(src, j, W, fw, ss);
   }
   ss = warp_sum(ss);
   if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;

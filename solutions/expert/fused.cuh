@@ -41,9 +41,14 @@ __device__ __forceinline__ float rnd(float v) {
   return to_f(from_f<T>(v));
 }
 
+struct AsIs {
+  __device__ float operator()(float v) const { return v; }
+};
+
 /// Sum of pack j over W (<= kMaxW) sources, fp32 in rank order; all loads issued before the first add.
-template <typename T>
-__device__ __forceinline__ Pack<T> sum_srcs(const Pack<T>* const (&src)[kMaxW], int W, size_t j) {
+/// `f` maps each element's fp32 sum to the value stored in D (default: the sum itself).
+template <typename T, class F = AsIs>
+__device__ __forceinline__ Pack<T> sum_srcs(const Pack<T>* const (&src)[kMaxW], int W, size_t j, F f = {}) {
   Pack<T> x[kMaxW];
 #pragma unroll
   for (int p = 0; p < kMaxW; ++p)
@@ -55,7 +60,7 @@ __device__ __forceinline__ Pack<T> sum_srcs(const Pack<T>* const (&src)[kMaxW], 
 #pragma unroll
     for (int p = 0; p < kMaxW; ++p)
       if (p < W) acc += to_f(x[p].v[k]);
-    y.v[k] = from_f<T>(acc);
+    y.v[k] = from_f<T>(f(acc));
   }
   return y;
 }
