@@ -119,8 +119,9 @@ struct State {
   /// transfer and reduction follow the last GEMM, exposed).
   void rows(int i, long long* r0, long long* r1) const {
     if (last_div <= 1 || C == 1) return stage_rows(M, C, i, 64, r0, r1);
-    const long long per = static_cast<long long>(round_up(static_cast<size_t>((M + C - 1) / C), 64));
-    const long long last = std::max<long long>(64, static_cast<long long>(round_up(static_cast<size_t>(per / last_div), 64)));
+    long long b, e;
+    stage_rows(M, C, 0, 64, &b, &e);  // a uniform stage
+    const long long last = std::max<long long>(64, static_cast<long long>(round_up(static_cast<size_t>((e - b) / last_div), 64)));
     if (i == C - 1) {
       *r0 = std::max<long long>(0, M - last), *r1 = M;
       return;

@@ -67,17 +67,23 @@ __device__ __forceinline__ void barrier(const ncclDevComm& dc) {
 __device__ __forceinline__ size_t first_index() { return size_t(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ size_t grid_stride() { return size_t(gridDim.x) * blockDim.x; }
 
-/// Element-wise sum of W packs, fp32 in index (= rank) order, one rounding to T: every rank that
-/// sums the same packs gets the same bits.
-template <typename T, int W>
-__device__ __forceinline__ Pack<T> sum_packs(const Pack<T> (&x)[W]) {
+struct AsIs {
+  __device__ float operator()(float v) const { return v; }
+};
+
+/// Element-wise sum of the first w (<= N) packs, fp32 in index (= rank) order, one rounding to T:
+/// every rank that sums the same packs gets the same bits. `f` maps each element's fp32 sum to the
+/// value stored (default: the sum itself).
+template <typename T, int N, class F = AsIs>
+__device__ __forceinline__ Pack<T> sum_packs(const Pack<T> (&x)[N], int w = N, F f = {}) {
   Pack<T> y;
 #pragma unroll
   for (int k = 0; k < Pack<T>::N; ++k) {
     float acc = 0.f;
 #pragma unroll
-    for (int p = 0; p < W; ++p) acc += to_f(x[p].v[k]);
-    y.v[k] = from_f<T>(acc);
+    for (int p = 0; p < N; ++p)
+      if (p < w) acc += to_f(x[p].v[k]);
+    y.v[k] = from_f<T>(f(acc));
   }
   return y;
 }

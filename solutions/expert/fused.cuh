@@ -41,28 +41,15 @@ __device__ __forceinline__ float rnd(float v) {
   return to_f(from_f<T>(v));
 }
 
-struct AsIs {
-  __device__ float operator()(float v) const { return v; }
-};
-
-/// Sum of pack j over W (<= kMaxW) sources, fp32 in rank order; all loads issued before the first add.
-/// `f` maps each element's fp32 sum to the value stored in D (default: the sum itself).
+/// Sum of pack j over W (<= kMaxW) sources, fp32 in rank order (sum_packs, with its map `f`); all
+/// loads issued before the first add.
 template <typename T, class F = AsIs>
 __device__ __forceinline__ Pack<T> sum_srcs(const Pack<T>* const (&src)[kMaxW], int W, size_t j, F f = {}) {
   Pack<T> x[kMaxW];
 #pragma unroll
   for (int p = 0; p < kMaxW; ++p)
     if (p < W) x[p] = src[p][j];
-  Pack<T> y;
-#pragma unroll
-  for (int k = 0; k < Pack<T>::N; ++k) {
-    float acc = 0.f;
-#pragma unroll
-    for (int p = 0; p < kMaxW; ++p)
-      if (p < W) acc += to_f(x[p].v[k]);
-    y.v[k] = from_f<T>(f(acc));
-  }
-  return y;
+  return sum_packs<T, kMaxW>(x, W, f);
 }
 
 __device__ __forceinline__ float warp_sum(float v, int width = 32) {
