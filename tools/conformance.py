@@ -70,6 +70,9 @@ def parse_args(argv=None):
                         "or the built-in one (tools/pkb_safetensors.py)")
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
                    help="cpu runs on the gloo backend: only to try the tool without a GPU (no --time)")
+    p.add_argument("--oversubscribe", action="store_true",
+                   help="more ranks than GPUs: rank r on GPU local_rank %% visible, each rank its own NCCL host "
+                        "(socket transport), as pkb --oversubscribe; agreement is meaningful, times are not")
     a = p.parse_args(argv)
     if a.iters < 1 or a.warmup < 0:
         p.error("--iters must be at least 1 and --warmup at least 0")
@@ -287,7 +290,7 @@ class Rank:
         self.plan, self.adapter, self.solution = plan, adapter, solution
         self.who = f"{problem} rank {rank}"
         self.cuda = args.device == "cuda"
-        self.device = torch.device("cuda", local_rank) if self.cuda else torch.device("cpu")
+        self.device = torch.device("cuda", gpu_of(args, local_rank)) if self.cuda else torch.device("cpu")
         self.io = TensorIO(args.io)
         self.groups = {}
         self.pristine = {}  # trial -> {input name: device tensor}, kept for --time
@@ -375,11 +378,27 @@ class Rank:
 # Process group life cycle
 # ----------------------------------------------------------------------------------------------
 
+def gpu_of(args, local_rank):
+    """The CUDA device a rank takes: its local rank, or with --oversubscribe local_rank % visible."""
+    return local_rank % torch.cuda.device_count() if args.oversubscribe else local_rank
+
+
+def emulate_own_node(rank):
+    """Every rank its own NCCL host (as pkb-worker does with --oversubscribe): NCCL refuses two ranks
+    of one host on one GPU, and between hosts its socket transport on loopback carries the traffic."""
+    os.environ["NCCL_HOSTID"] = f"pkb-conformance-node-{rank}"
+    os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
+    os.environ.setdefault("NCCL_IB_DISABLE", "1")
+
+
 def init_process_group(args, local_rank):
     timeout = datetime.timedelta(seconds=args.timeout)
     if args.device == "cuda":
         if not torch.cuda.is_available():
             raise ConformanceError("no CUDA device is visible (--device cpu runs without one, for trying the tool)")
+        if args.oversubscribe:
+            emulate_own_node(int(os.environ.get("RANK", local_rank)))
+        local_rank = gpu_of(args, local_rank)
         torch.cuda.set_device(local_rank)
         try:
             dist.init_process_group("nccl", timeout=timeout, device_id=torch.device("cuda", local_rank))

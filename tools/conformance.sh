@@ -11,7 +11,7 @@ set -uo pipefail
 usage() {
   cat <<'EOF'
 usage: tools/conformance.sh <problem> [--pkb PATH] [--gpus W] [--size S] [--trials T] [--dtype D]
-                            [--time] [--iters N] [--work DIR] [--summary FILE]
+                            [--time] [--iters N] [--oversubscribe] [--work DIR] [--summary FILE]
 
   <problem>       id, stem or name (1, 1_allreduce, allreduce); needs problems/<stem>/torch_adapter.py
   --pkb PATH      a ParallelKernelBench checkout (default: .pkb in the repository, if present):
@@ -22,6 +22,8 @@ usage: tools/conformance.sh <problem> [--pkb PATH] [--gpus W] [--size S] [--tria
   --dtype D       bf16 (default), fp16, fp32
   --time          time both sides: pkb run --perf, and conformance.py --time
   --iters N       timed calls per side (default 100)
+  --oversubscribe W ranks on fewer GPUs, on both sides (pkb run --oversubscribe; every torch rank its
+                  own NCCL host id, on GPU rank % visible): agreement is meaningful, times are not
   --work DIR      where dumps, records and logs go (default results-local/conformance/<time>-<problem>)
   --summary FILE  append the summary as one JSON line (conformance_all.sh collects them)
 
@@ -32,7 +34,7 @@ EOF
 }
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-PROBLEM="" PKB_DIR="" GPUS="" SIZE="" TRIALS=3 DTYPE="" TIME=0 ITERS=100 WORK="" SUMMARY=""
+PROBLEM="" PKB_DIR="" GPUS="" SIZE="" TRIALS=3 DTYPE="" TIME=0 ITERS=100 WORK="" SUMMARY="" OVERSUB=0
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
@@ -42,6 +44,7 @@ while [ $# -gt 0 ]; do
     --trials) TRIALS=${2:?--trials needs a number}; shift 2 ;;
     --dtype) DTYPE=${2:?--dtype needs a name}; shift 2 ;;
     --time) TIME=1; shift ;;
+    --oversubscribe) OVERSUB=1; shift ;;
     --iters) ITERS=${2:?--iters needs a number}; shift 2 ;;
     --work) WORK=${2:?--work needs a directory}; shift 2 ;;
     --summary) SUMMARY=${2:?--summary needs a file}; shift 2 ;;
@@ -51,6 +54,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$PROBLEM" ] || { usage >&2; exit 2; }
+if [ "$TIME" = 1 ] && [ "$OVERSUB" = 1 ]; then
+  echo "conformance.sh: --time with --oversubscribe would compare times of ranks sharing GPUs, which are not performance" >&2
+  exit 2
+fi
 [ -n "$PKB_DIR" ] || PKB_DIR=$ROOT/.pkb
 [ -d "$PKB_DIR/reference" ] || {
   echo "conformance.sh: $PKB_DIR is not a ParallelKernelBench checkout (no reference/); get one with" >&2
@@ -87,6 +94,7 @@ run_args=(run "$PROBLEM" --dump "$A" --trials "$TRIALS" --json "$REC" --iters "$
 [ -n "$SIZE" ] && run_args+=(--size "$SIZE")
 [ -n "$DTYPE" ] && run_args+=(--dtype "$DTYPE")
 [ "$TIME" = 1 ] && run_args+=(--perf)
+[ "$OVERSUB" = 1 ] && run_args+=(--oversubscribe)
 echo "[conformance] $PKB_BIN ${run_args[*]}"
 "$PKB_BIN" "${run_args[@]}" 2>&1 | tee "$WORK/pkb-run.log"
 rc=${PIPESTATUS[0]}
@@ -103,6 +111,7 @@ fi
 # 2. PKB's PyTorch reference on the same inputs, one process per rank.
 conf_args=(--pkb "$PKB_DIR" --problem-dir "$ROOT/problems/$stem" --dump "$A" --out "$B" --iters "$ITERS")
 [ "$TIME" = 1 ] && conf_args+=(--time)
+[ "$OVERSUB" = 1 ] && conf_args+=(--oversubscribe)
 if [ -n "${CONFORMANCE_ARGS:-}" ]; then read -r -a extra <<<"$CONFORMANCE_ARGS"; conf_args+=("${extra[@]}"); fi
 echo "[conformance] ${TR[*]} --standalone --nproc_per_node $world tools/conformance.py ${conf_args[*]}"
 "${TR[@]}" --standalone --nproc_per_node "$world" "$ROOT/tools/conformance.py" "${conf_args[@]}" 2>&1 | tee "$WORK/torchrun.log"

@@ -9,7 +9,7 @@ set -uo pipefail
 usage() {
   cat <<'USAGE'
 usage: tools/conformance_all.sh [--pkb PATH] [--gpus W] [--size S] [--trials T] [--dtype D] [--time]
-                                [--iters N] [--logs DIR] [problems...]
+                                [--iters N] [--oversubscribe] [--logs DIR] [problems...]
 
   problems        ids, stems or names (default: every problems/*/torch_adapter.py, by id)
   --logs DIR      where logs and dumps go (default results-local/conformance-<time>)
@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
     --pkb|--gpus|-g|--size|-s|--trials|--dtype|--iters)
       [ $# -ge 2 ] || { echo "conformance_all.sh: $1 needs a value" >&2; exit 2; }
       PASS+=("$1" "$2"); shift 2 ;;
-    --time) PASS+=(--time); shift ;;
+    --time|--oversubscribe) PASS+=("$1"); shift ;;
     --logs) LOGS=${2:?--logs needs a directory}; shift 2 ;;
     -*) echo "conformance_all.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) PROBLEMS+=("$1"); shift ;;

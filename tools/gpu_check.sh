@@ -3,9 +3,13 @@
 # (default .gpu-check/): summary.txt, the JSON Lines records, calibration.json, report.html; every
 # log is packed into logs.tgz. A short summary is printed last.
 #   tools/gpu_check.sh [cpu] [smoke] [calibrate] [gputest] [agent] [batch] [self] [overhead] [sweeps] [mpi]
-#                      [problems] [experts] [gemmfloor] [conformance]
+#                      [problems] [experts] [gemmfloor] [conformance] [onegpu]
+#   onegpu (the one-GPU profile; not a default stage): every problem's oracle at W = 2, 4, 8 with
+#   --oversubscribe (tools/oversubscribed_matrix.sh; ONEGPU_SIZES, default "tiny default"), an
+#   oversubscribed eval, and the GPU and agent tests (whose worlds oversubscribe by themselves)
 #   conformance (not a default stage): tools/conformance_all.sh --time against the PKB checkout in
-#   .pkb/ (docs/conformance.md); CONF_GPUS (default 2), CONF_SIZE, CONF_ARGS pass on to it
+#   .pkb/ (docs/conformance.md); CONF_GPUS (default 2), CONF_SIZE, CONF_ARGS pass on to it;
+#   CONF_TIME=0 leaves --time out (needed with CONF_ARGS=--oversubscribe)
 #   GPU_TEST_FILTER=...  passes --gtest_filter to the GPU tests
 #   PROBLEMS="12 13"  SIZES="tiny default"  WORLDS="2"  what the problems/experts stages cover
 #   (problems: oracle run and baseline-as-candidate eval per size; experts: eval of each
@@ -23,6 +27,8 @@ PKB=build/bin/pkb
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
 SUMMARY="$OUT/summary.txt"
+FAILED=""  # stages that failed: the exit status says so
+failed() { FAILED="$FAILED $1"; }
 : >"$SUMMARY"
 LOGS="$OUT/logs"
 mkdir -p "$LOGS"
@@ -44,10 +50,12 @@ if has cpu; then
   ctest --test-dir build -L cpu -j 16 >"$LOGS/ctest_cpu.log" 2>&1
   echo "cpu tests: rc=$? ($(grep -E 'tests passed' "$LOGS/ctest_cpu.log"))" >>"$SUMMARY"
 fi
+SHARE=()
+[ "$GPUS" -lt 2 ] && SHARE=(--oversubscribe)
 if has smoke; then
-  stamp "smoke: one run and one eval on 2 GPUs"
-  $PKB run 1 --gpus 2 --size tiny --oracle --timeout 20 >"$LOGS/smoke.log" 2>&1 &&
-    $PKB eval 1 --solution reference --gpus 2 --size tiny --trials 1 --iters 10 --warmup 5 --timeout 20 >>"$LOGS/smoke.log" 2>&1
+  stamp "smoke: one run and one eval on 2 ranks ${SHARE[*]}"
+  $PKB run 1 --gpus 2 "${SHARE[@]}" --size tiny --oracle --timeout 20 >"$LOGS/smoke.log" 2>&1 &&
+    $PKB eval 1 --solution reference --gpus 2 "${SHARE[@]}" --size tiny --trials 1 --iters 10 --warmup 5 --timeout 20 >>"$LOGS/smoke.log" 2>&1
   if [ $? != 0 ]; then
     echo "smoke failed; skipping the rest"
     tail -60 "$LOGS/smoke.log"
@@ -62,7 +70,8 @@ fi
 if has gputest; then
   stamp "gpu tests ${GPU_TEST_FILTER:-}"
   build/bin/gpu_test ${GPU_TEST_FILTER:+"--gtest_filter=$GPU_TEST_FILTER"} >"$LOGS/gpu_test.log" 2>&1  # quoted: nullglob
-  echo "gpu tests: rc=$? ($(grep -E '^\[  (PASSED|FAILED)' "$LOGS/gpu_test.log" | tr '\n' ' '))" >>"$SUMMARY"
+  rc=$?; [ $rc = 0 ] || failed gputest
+  echo "gpu tests: rc=$rc ($(grep -E '^\[  (PASSED|FAILED)' "$LOGS/gpu_test.log" | tr '\n' ' '))" >>"$SUMMARY"
   grep -E '^\[       OK \]|^\[  FAILED  \]' "$LOGS/gpu_test.log" >>"$SUMMARY"
   grep -E 'Failure$' -A4 "$LOGS/gpu_test.log" | head -40 >>"$SUMMARY"
   grep -E '^  [a-z_0-9]+\.cu -> |containment' "$LOGS/gpu_test.log" >>"$SUMMARY"
@@ -70,7 +79,8 @@ fi
 if has agent; then
   stamp "agent loop against the fake endpoint"
   build/bin/agent_gpu_test >"$LOGS/agent.log" 2>&1
-  echo "agent test: rc=$? ($(grep -E '^\[  (PASSED|FAILED)' "$LOGS/agent.log" | tr '\n' ' '))" >>"$SUMMARY"
+  rc=$?; [ $rc = 0 ] || failed agent
+  echo "agent test: rc=$rc ($(grep -E '^\[  (PASSED|FAILED)' "$LOGS/agent.log" | tr '\n' ' '))" >>"$SUMMARY"
   grep -E 'Failure$' -A4 "$LOGS/agent.log" | head -20 >>"$SUMMARY"
 fi
 if has batch; then
@@ -179,9 +189,12 @@ if has conformance; then
   conf="$PWD/results-local/conformance-gpu-check"  # dumps stay here: too large for logs.tgz
   rm -rf "$conf"
   # shellcheck disable=SC2086
-  tools/conformance_all.sh --gpus "${CONF_GPUS:-2}" ${CONF_SIZE:+--size "$CONF_SIZE"} --time --logs "$conf" \
+  conf_time=(--time)
+  [ "${CONF_TIME:-1}" = 0 ] && conf_time=()
+  tools/conformance_all.sh --gpus "${CONF_GPUS:-2}" ${CONF_SIZE:+--size "$CONF_SIZE"} "${conf_time[@]}" --logs "$conf" \
     ${CONF_ARGS:-} >"$LOGS/conformance.log" 2>&1
-  echo "conformance: rc=$? ($(tail -2 "$conf/table.md" 2>/dev/null | tr -d '\n'))" >>"$SUMMARY"
+  rc=$?; [ $rc = 0 ] || failed conformance
+  echo "conformance: rc=$rc ($(tail -2 "$conf/table.md" 2>/dev/null | tr -d '\n'))" >>"$SUMMARY"
   mkdir -p "$LOGS/conformance"
   cp "$conf"/*.log "$conf"/table.md "$LOGS/conformance/" 2>/dev/null
   cp "$conf/table.md" "$OUT/conformance.md" 2>/dev/null
@@ -189,10 +202,21 @@ if has conformance; then
     [ -f "$d/pytorch/timing.json" ] && cp "$d/pytorch/timing.json" "$LOGS/conformance/$(basename "$d")-timing.json"
   done
 fi
+if has onegpu; then
+  stamp "one-GPU profile: oracles at W = 2, 4, 8 oversubscribed, an oversubscribed eval"
+  WORLDS="2 4 8" SIZES="${ONEGPU_SIZES:-tiny default}" JOBS="${ONEGPU_JOBS:-4}" OUT="$LOGS/onegpu" \
+    tools/oversubscribed_matrix.sh >"$LOGS/onegpu.log" 2>&1 || failed onegpu
+  grep -vE ' ok +$| skipped ' "$LOGS/onegpu.log" | head -40 >>"$SUMMARY"
+  tail -1 "$LOGS/onegpu.log" >>"$SUMMARY"
+  $PKB eval 1 --solution reference --gpus 4 --oversubscribe -q --json "$OUT/oversubscribed.jsonl" >"$LOGS/onegpu_eval.log" 2>&1
+  rc=$?; [ $rc = 0 ] || failed onegpu-eval
+  echo "eval 1 reference W=4 oversubscribed: rc=$rc $(grep -E 'status|speedup|placement' "$LOGS/onegpu_eval.log" | tr -s ' ' | tr '\n' ';')" >>"$SUMMARY"
+fi
 stamp "done"
 echo
+[ -n "$FAILED" ] && echo "FAILED stages:$FAILED" >>"$SUMMARY"
 cat "$SUMMARY"
 [ -f "$OUT/evals.jsonl" ] && python3 tools/records_table.py "$OUT/evals.jsonl"
 [ -f "$LOGS/calibrate.log" ] && tail -13 "$LOGS/calibrate.log"
 [ -f "$OUT/conformance.md" ] && cat "$OUT/conformance.md"
-true
+[ -z "$FAILED" ]

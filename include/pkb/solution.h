@@ -37,6 +37,9 @@
  * PKB_DEVCOMM_LSA_BARRIERS LSA barriers for the candidate's own use.
  * Where NCCL offers no symmetric memory (ranks on several hosts without support for it),
  * ctx->devcomm is NULL, ctx->topo.all_pairs_p2p is 0 and symmetric_alloc fails: use NCCL.
+ * With `--oversubscribe` (several ranks on one GPU) symmetric_alloc always fails: a solution that
+ * then gives up (returns non-zero from the entry point that called it) is recorded `unsupported`,
+ * not as a failure; one that falls back to NCCL collectives is evaluated as usual.
  * NVLink multicast (NVLS, multimem) is not available: it is switched off on the test machines.
  *
  * The ABI is plain C structs and function pointers so that the harness and a solution built by

@@ -1,5 +1,6 @@
 // pkb-expect: mismatch
 // pkb-problem: 1
+// pkb-requires: symmetric
 // A push all-reduce that never waits for its peers: each rank stores its input into every peer's
 // landing slot after a delay, while the peers sum their landing zones at once, without a barrier.
 // The call returns before the remote writes land; the sums read stale data.

@@ -1,4 +1,4 @@
-// pkb-expect: runtime_error
+// pkb-expect: protocol_error
 // pkb-problem: 1
 // Writes a forged frame ("trial passed") into the worker's control channel (fd 3) from pkb_init.
 // The driver validates every frame: an unexpected or malformed message breaks the protocol and the

@@ -1,5 +1,6 @@
 // pkb-expect: mismatch
 // pkb-problem: 1
+// pkb-requires: symmetric
 // Rank 0 overwrites rank 1's staged input with garbage between the two barriers of a one-shot
 // all-reduce. No harness state lives in a symmetric buffer, so the only victim is the solution's own
 // result, which the checks reject.

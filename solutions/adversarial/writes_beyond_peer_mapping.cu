@@ -1,5 +1,6 @@
 // pkb-expect: runtime_error
 // pkb-problem: 1
+// pkb-requires: symmetric
 // Writes far past the end of its peer's symmetric mapping: the fault is reported with CUDA's own
 // message, charged to the solution, and the job is torn down.
 #include <pkb/solution.h>

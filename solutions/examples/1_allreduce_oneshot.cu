@@ -112,14 +112,18 @@ int launch(pkb_context* ctx, State* s, const pkb_tensor& in, pkb_tensor& out) {
 // ---- entry points ------------------------------------------------------------------------------
 
 extern "C" int pkb_init(pkb_context* ctx) {
-  if (!ctx->topo.all_pairs_p2p) {
-    ctx->set_error(ctx, "one-shot all-reduce needs every rank in one NVLink domain");
-    return 1;
-  }
+  // symmetric_alloc first: where the harness can give no symmetric memory (several hosts, or ranks
+  // sharing a GPU under --oversubscribe) it says why, and the record says so.
   size_t bytes = static_cast<size_t>(ctx->param(ctx, "M", 0) * ctx->param(ctx, "N", 0)) * pkb_dtype_size(ctx->dtype);
   State* s = new State{};
   if (ctx->symmetric_alloc(ctx, bytes, &s->buf) != 0) {
     delete s;
+    return 1;
+  }
+  if (!ctx->topo.all_pairs_p2p) {
+    ctx->symmetric_free(ctx, &s->buf);
+    delete s;
+    ctx->set_error(ctx, "one-shot all-reduce needs every rank in one NVLink domain");
     return 1;
   }
   ctx->user = s;

@@ -8,6 +8,7 @@
 #include "core/hash.hpp"
 #include "core/interrupt.hpp"
 #include "core/strings.hpp"
+#include "report/record_mac.hpp"
 #include "report/results.hpp"
 
 namespace pkb {
@@ -96,8 +97,9 @@ std::set<DoneKey> finished_evaluations(const fs::path& results) {
   std::set<DoneKey> done;
   std::error_code ec;
   if (!fs::exists(results, ec)) return done;
-  for (auto& r : read_results(results))
-    if (r.kind == "eval" && r.status != Status::harness_error)
+  RecordTrust trust{record_key(false), {}, 0};  // a forged line must not mark an evaluation done
+  for (auto& r : read_results(results, &trust))
+    if (r.kind == "eval" && !is_not_attempt(r.status))
       done.emplace(r.problem, r.candidate_sha256, r.world, r.dtype, r.size, r.run, r.sample);
   return done;
 }
@@ -148,7 +150,7 @@ BatchSummary run_batch(const BatchPlan& plan, BatchEvaluator& evaluator, BatchOb
     }
     rec.label = job.label;  // the batch knows the run and sample; the evaluator need not
     rec.sample = job.sample;
-    append_line(results, to_json(rec).dump());  // a results file that cannot be written stops the batch
+    append_line(results, signed_record(to_json(rec)).dump());  // a results file that cannot be written stops the batch
     ++s.evaluated;
     ++s.statuses[rec.status];
     observer.finished(i, total, job, rec);

@@ -18,7 +18,7 @@ struct AgentFlags {
   std::string problem, run_name, out_dir = "solutions", json_out, arch = "sm_90";
   int steps = 5, trials = 5, warmup = 500, iters = 100, compile_timeout = 300;
   double target = 1.0, timeout_s = 60;
-  bool quiet = false;
+  bool quiet = false, oversubscribe = false;
   PromptFlags p;
   ModelFlags m;
 };
@@ -41,6 +41,7 @@ EvalOptions eval_options(const AgentFlags& f, const std::string& stem, int world
   EvalOptions o;
   o.problem = stem;
   o.gpus = world;
+  o.oversubscribe = f.oversubscribe;
   o.dtype = f.p.dtype;
   o.size = f.p.size;
   o.trials = f.trials;
@@ -62,8 +63,9 @@ int execute(const AgentFlags& f) {
   Spec spec = load_spec(find_problem(discover_problems(problems_dir(f.p.problems_dir)), f.problem).dir);
   int world = world_for(spec, f.p, setup);
   // Check before the first (paid) request that every candidate can actually be evaluated here.
-  if (setup.visible_gpus < world)
-    fail(Errc::invalid_argument, fmt::format("pkb agent evaluates every step on {} GPUs, but {} visible here", world, setup.visible_gpus));
+  if (setup.visible_gpus < 1)
+    fail(Errc::invalid_argument, fmt::format("pkb agent evaluates every step on {} GPUs, but none is visible here", world));
+  place_ranks(world, setup.visible_gpus, f.oversubscribe);  // W > visible needs --oversubscribe
   Prompt prompt = build_prompt(spec, f.p, setup, world);
   std::string run_name = f.run_name.empty() ? default_run_name(llm) : f.run_name;
   AgentOptions o;
@@ -101,6 +103,7 @@ Command agent_command() {
             sub.add_option("--out-dir", f->out_dir, "Where run folders go (the agent writes <run>/agent/<stem>/)")
                 ->envname("PKB_SOLUTIONS_DIR");
             sub.add_option("--trials", f->trials, "Correctness trials per evaluation")->envname("PKB_TRIALS");
+            declare_oversubscribe(sub, f->oversubscribe);
             sub.add_option("--warmup", f->warmup, "Warm-up calls before timing")->envname("PKB_WARMUP");
             sub.add_option("--iters", f->iters, "Timed calls")->envname("PKB_ITERS");
             sub.add_option("--timeout", f->timeout_s, "Deadline in seconds per evaluation phase")->envname("PKB_TIMEOUT");

@@ -36,10 +36,8 @@ class RunEvalEvaluator : public BatchEvaluator {
     SystemInfo sys = probe_system();
     if (sys.gpu_count == 0)
       fail(Errc::invalid_argument, "no GPU is visible (" + sys.error + "); pkb eval needs 2 or more NVLink GPUs");
-    if (base_.gpus > sys.gpu_count)
-      fail(Errc::invalid_argument, "--gpus " + std::to_string(base_.gpus) + " but only " + std::to_string(sys.gpu_count) +
-                                       " GPU(s) are visible");
     world_ = base_.gpus > 0 ? base_.gpus : sys.gpu_count;
+    place_ranks(world_, sys.gpu_count, base_.oversubscribe);  // refuses W > visible without --oversubscribe
   }
 
   EvalConfig config_for(const ProblemEntry& problem) override {

@@ -34,6 +34,7 @@ void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
                          : "Solution .cu file (default: the problem's baseline, reference.cu)")
       ->envname("PKB_SOLUTION");
   sub.add_option("--gpus,-g", f.opts.gpus, "World size W: GPUs to use (default: all visible)")->envname("PKB_GPUS");
+  declare_oversubscribe(sub, f.opts.oversubscribe);
   sub.add_option("--dtype", f.opts.dtype, "Benchmark dtype D: bf16, fp16 or fp32")->envname("PKB_DTYPE");
   sub.add_option("--size,-s", f.opts.size, "Named size class from the spec (`pkb show` lists them)")->envname("PKB_SIZE");
   sub.add_option("-M", f.m, "Override the size variable M");

@@ -23,6 +23,7 @@ namespace {
 struct ReportFlags {
   std::vector<std::string> files;
   std::string format = "terminal", out, html;
+  bool no_verify = false;
 };
 
 /// Renders `report` with one reporter into `path` (atomically), or to stdout when path is empty.
@@ -44,7 +45,8 @@ int run_report(const ReportFlags& f) {
   if (!format)
     fail(Errc::invalid_argument, "unknown --format '" + f.format + "' (terminal, markdown, csv, json, html)");
   std::vector<fs::path> files(f.files.begin(), f.files.end());
-  LoadedReport report = load_report(files);
+  LoadedReport report = load_report(files, !f.no_verify);
+  for (auto& r : report.context.rejected) std::fprintf(stderr, "pkb report: rejected %s\n", r.c_str());
   render_to(report, *format, f.out);
   if (!f.html.empty()) render_to(report, ReportFormat::html, f.html);
   return 0;
@@ -94,6 +96,7 @@ Command report_command() {
             sub.add_option("--format,-f", f->format, "terminal, markdown, csv, json or html")->envname("PKB_REPORT_FORMAT");
             sub.add_option("--out,-o", f->out, "Write the --format output to this file instead of stdout");
             sub.add_option("--html", f->html, "Also write a self-contained HTML page with plots to this file");
+            sub.add_flag("--no-verify", f->no_verify, "Keep records whose MAC does not verify (results from another machine's pkb)");
             return std::function<int()>([f] { return run_report(*f); });
           }};
 }

@@ -32,6 +32,7 @@ Command sweep_command() {
                 ->delimiter(',');
             sub.add_flag("--graph", o->s.graph, "Also time CUDA-graph replays of the calls (pure device time)");
             sub.add_option("--gpus,-g", o->s.eval.gpus, "World size W (default: all visible)")->envname("PKB_GPUS");
+            declare_oversubscribe(sub, o->s.eval.oversubscribe);
             sub.add_option("--dtype", o->s.eval.dtype, "Benchmark dtype")->envname("PKB_DTYPE");
             sub.add_option("--iters", o->s.eval.iters, "Timed calls per size (each checked)");
             sub.add_option("--warmup", o->s.eval.warmup, "Warm-up calls per size (capped at ~2 s)");

@@ -35,6 +35,13 @@ const std::vector<std::string>& invocation() { return invocation_storage(); }
 
 void set_invocation(int argc, char** argv) { invocation_storage().assign(argv, argv + argc); }
 
+void declare_oversubscribe(CLI::App& sub, bool& flag) {
+  sub.add_flag("--oversubscribe", flag,
+               "Run W ranks on fewer GPUs (round-robin, each rank its own emulated node over NCCL's socket transport): "
+               "verdicts are meaningful, timings are not performance; symmetric memory is unavailable")
+      ->envname("PKB_OVERSUBSCRIBE");
+}
+
 std::string self_dir() {
   std::error_code ec;
   auto p = std::filesystem::read_symlink("/proc/self/exe", ec);

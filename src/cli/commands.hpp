@@ -35,6 +35,9 @@ Command prompt_command();    // cmd_prompt.cpp
 Command generate_command();  // cmd_generate.cpp
 Command agent_command();     // cmd_agent.cpp
 
+/// --oversubscribe (and PKB_OVERSUBSCRIBE=1), declared once for run, eval, sweep and agent.
+void declare_oversubscribe(CLI::App& sub, bool& flag);
+
 /// Directory of the running pkb executable (where pkb-worker lives).
 std::string self_dir();
 

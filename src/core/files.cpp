@@ -1,5 +1,7 @@
 #include "core/files.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -44,11 +46,19 @@ void write_file_atomic(const fs::path& path, std::string_view content) {
 
 void append_line(const fs::path& path, std::string_view line) {
   if (path.has_parent_path()) fs::create_directories(path.parent_path());
-  std::ofstream out(path, std::ios::binary | std::ios::app);
-  if (!out) fail(Errc::io_error, "cannot append to " + path.string() + ": " + std::strerror(errno));
-  out << line << '\n';
-  out.flush();
-  if (!out) fail(Errc::io_error, "short write to " + path.string());
+  // One write of the whole line under an exclusive lock: concurrent writers (a sharded batch, two
+  // evals) never interleave, and a reader never sees half a record.
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) fail(Errc::io_error, "cannot append to " + path.string() + ": " + std::strerror(errno));
+  std::string text(line);
+  text += '\n';
+  bool locked = ::flock(fd, LOCK_EX) == 0;
+  ssize_t n = ::write(fd, text.data(), text.size());
+  int err = errno;
+  if (locked) ::flock(fd, LOCK_UN);
+  ::close(fd);
+  if (n != static_cast<ssize_t>(text.size()))
+    fail(Errc::io_error, "short write to " + path.string() + (n < 0 ? std::string(": ") + std::strerror(err) : ""));
 }
 
 fs::path pkb_home() {

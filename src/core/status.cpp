@@ -5,7 +5,7 @@
 namespace pkb {
 
 namespace {
-constexpr std::array<std::pair<Status, std::string_view>, 9> kNames{{
+constexpr std::array<std::pair<Status, std::string_view>, 11> kNames{{
     {Status::ok, "ok"},
     {Status::compile_error, "compile_error"},
     {Status::load_error, "load_error"},
@@ -13,8 +13,10 @@ constexpr std::array<std::pair<Status, std::string_view>, 9> kNames{{
     {Status::mismatch, "mismatch"},
     {Status::crash, "crash"},
     {Status::timeout, "timeout"},
+    {Status::protocol_error, "protocol_error"},
     {Status::harness_error, "harness_error"},
     {Status::flagged, "flagged"},
+    {Status::unsupported, "unsupported"},
 }};
 }  // namespace
 

@@ -20,6 +20,9 @@ struct EvalOptions {
   std::string problem;
   std::string solution;  // a .cu path; "reference" (or "baseline") = the problem's reference.cu
   int gpus = 0;          // 0: every visible GPU
+  /// W ranks on fewer GPUs (round-robin, each rank its own emulated node; NCCL's socket transport
+  /// carries the traffic): verdicts are meaningful, timings are not performance.
+  bool oversubscribe = false;
   std::string dtype = "bf16";
   std::string size;      // size class; empty = the spec's default
   std::vector<std::pair<std::string, long long>> size_overrides;  // -M / -N / --set K=V
@@ -41,6 +44,20 @@ struct EvalOptions {
   std::string launcher = "local";  // "local" (fork/exec) or "mpi" (mpirun/srun; workers join over TCP)
   MpiOptions mpi;                  // with launcher "mpi"
 };
+
+/// Where the ranks of a job run: rank r on GPU r % gpus. Oversubscribed when W > gpus (then every
+/// rank is its own emulated node, see worker/runtime.cu).
+struct Placement {
+  int gpus = 1;  // GPUs used
+  int world = 1;
+  bool oversubscribed() const { return world > gpus; }
+  int device_of(int rank) const { return rank % gpus; }
+  int ranks_per_gpu() const { return (world + gpus - 1) / gpus; }
+};
+
+/// The placement of W ranks on `visible` GPUs; throws invalid_argument when W > visible without
+/// --oversubscribe (the message suggests it).
+Placement place_ranks(int world, int visible, bool oversubscribe);
 
 /// Throws Error(invalid_argument / not_found) for bad input before anything is started;
 /// everything that happens after that is in the record.

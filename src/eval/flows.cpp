@@ -7,7 +7,9 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/hash.hpp"
+#include "core/interrupt.hpp"
 #include "eval/internal.hpp"
+#include "report/record_mac.hpp"
 #include "spec/oracle.hpp"
 #include "spec/registry.hpp"
 
@@ -26,6 +28,19 @@ uint64_t secret_seed() {
 bool is_reference_word(const std::string& s) { return s == "reference" || s == "baseline"; }
 
 }  // namespace
+
+}  // namespace detail
+
+Placement place_ranks(int world, int visible, bool oversubscribe) {
+  if (visible < 1) fail(Errc::invalid_argument, "no GPU is visible");
+  if (world > visible && !oversubscribe)
+    fail(Errc::invalid_argument, "--gpus " + std::to_string(world) + " but only " + std::to_string(visible) +
+                                     " GPU(s) are visible; add --oversubscribe to run " + std::to_string(world) +
+                                     " ranks on them (verdicts only: timings are then not performance)");
+  return Placement{std::min(world, visible), world};
+}
+
+namespace detail {
 
 Prepared prepare(const EvalOptions& opts, const std::vector<std::string>& size_classes) {
   Prepared p;
@@ -60,8 +75,8 @@ Prepared prepare(const EvalOptions& opts, const std::vector<std::string>& size_c
   if (p.sys.gpu_count == 0)
     fail(Errc::invalid_argument, "no GPU is visible (" + p.sys.error + "); pkb run/eval need 2 or more NVLink GPUs");
   int world = opts.gpus > 0 ? opts.gpus : p.sys.gpu_count;
-  if (world > p.sys.gpu_count)
-    fail(Errc::invalid_argument, "--gpus " + std::to_string(world) + " but only " + std::to_string(p.sys.gpu_count) + " GPU(s) are visible");
+  if (opts.gpus <= 0 && world < p.spec.min_world && opts.oversubscribe) world = p.spec.min_world;
+  p.placement = place_ranks(world, p.sys.gpu_count, opts.oversubscribe);
   SizeChoice sc{opts.size, opts.size_overrides};
   p.inst = resolve(p.spec, world, sc, *dtype);
   if (opts.atol) p.inst.tolerance.atol = *opts.atol;
@@ -89,6 +104,9 @@ EvalRecord start_record(const EvalOptions& opts, const Prepared& p, const Instan
   r.trials = opts.trials;
   r.atol = inst.tolerance.atol;
   r.rtol = inst.tolerance.rtol;
+  r.oversubscribed = p.placement.oversubscribed();
+  r.ranks_per_gpu = p.placement.ranks_per_gpu();
+  r.gpus_used = p.placement.gpus;
   char buf[24];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(p.seed));
   r.seed = buf;
@@ -173,7 +191,8 @@ std::vector<WorkerPlan> make_plans(const Prepared& p, const std::vector<Step>& s
     w.problem = p.spec.stem;
     w.world = first.world;
     w.rank = rp.rank;
-    w.device = rp.rank;  // one node: local rank = rank
+    w.device = p.placement.device_of(rp.rank);
+    w.oversubscribed = p.placement.oversubscribed();
     w.dtype = first.dtype;
     w.so_path = so_path;
     w.nccl_id_hex = nccl_id;
@@ -198,6 +217,41 @@ std::vector<WorkerPlan> make_plans(const Prepared& p, const std::vector<Step>& s
   return plans;
 }
 
+namespace {
+
+bool sandbox_wanted() {
+  const char* s = std::getenv("PKB_SANDBOX");
+  return !(s && std::string(s) == "off");
+}
+
+/// Prepares a job whose workers run as an unprivileged user (LaunchRequest::sandbox_user): its
+/// directory becomes traversable (0711, not listable), and the worker program and the solution's
+/// shared object are copied into it read-only, so that the user needs no access to the driver's
+/// build tree or cache (which it can then neither read through nor write).
+void sandbox_job(JobConfig& cfg, const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  const char* user = std::getenv("PKB_SANDBOX_USER");
+  cfg.launch.sandbox_user = user && *user ? user : "nobody";
+  cfg.launch.sandbox_home = dir / "home";
+  std::error_code ec;
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec, ec);
+  auto place = [&](const fs::path& from, const fs::path& to, fs::perms mode) {
+    fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+    if (ec) fail(Errc::io_error, "cannot copy " + from.string() + " into the job directory: " + ec.message());
+    fs::permissions(to, mode, ec);
+  };
+  const auto rx = fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read | fs::perms::group_exec |
+                  fs::perms::others_read | fs::perms::others_exec;
+  place(cfg.launch.worker_argv.at(0), dir / "pkb-worker", rx);
+  cfg.launch.worker_argv[0] = (dir / "pkb-worker").string();
+  if (!cfg.plans.empty()) {
+    place(cfg.plans[0].so_path, dir / "solution.so", rx);
+    for (auto& w : cfg.plans) w.so_path = (dir / "solution.so").string();
+  }
+}
+
+}  // namespace
+
 JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<WorkerPlan> plans, const std::string& label) {
   std::unique_ptr<Launcher> chosen;
   if (opts.launcher == "mpi") {
@@ -214,6 +268,7 @@ JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<Worke
   char tmpl[] = "/tmp/pkb-job-XXXXXX";
   if (!mkdtemp(tmpl)) fail(Errc::io_error, "cannot create a temporary directory for worker logs");
   cfg.launch.log_dir = tmpl;
+  if (sandbox_wanted() && opts.launcher == "local" && geteuid() == 0) sandbox_job(cfg, tmpl);
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<long long>(s * 1000)); };
   cfg.deadlines.trial = ms(opts.timeout_s);
   cfg.deadlines.init = ms(std::max(opts.timeout_s, 60.0));
@@ -247,12 +302,19 @@ Step main_step(const EvalOptions& opts, const Prepared& p, bool timing) {
 
 void note_containment(const JobResult& job, EvalRecord& rec, const std::string& label) {
   rec.containment = job.containment;
+  rec.sandbox = job.sandbox;
+  if (job.sandbox.rfind("not isolated", 0) == 0)
+    rec.warnings.push_back(label + " workers were " + job.sandbox + " (docs/evaluation.md, Containment)");
   rec.add_check(job.leftover_processes == 0, label + " processes",
                 std::to_string(job.leftover_processes) + " process(es) started by the solution were still running after its "
                 "job ended (they were killed)", nullptr, Status::flagged);
 }
 
 void apply_job_failure(const JobResult& job, EvalRecord& rec, bool is_baseline) {
+  if (!is_baseline) {  // how the failing candidate was contained belongs in its record too
+    rec.containment = job.containment;
+    rec.sandbox = job.sandbox;
+  }
   rec.status = is_baseline ? Status::harness_error : job.status;
   rec.message = (is_baseline ? "the baseline failed: " : "") + job.message;
   rec.failed_rank = job.rank;
@@ -263,24 +325,38 @@ void apply_job_failure(const JobResult& job, EvalRecord& rec, bool is_baseline) 
 void finish_record(const EvalOptions& opts, EvalRecord& rec, Clock::time_point t0) {
   rec.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   if (opts.progress) std::fprintf(stderr, "\r\033[K");
-  if (!opts.json_out.empty()) append_line(opts.json_out, to_json(rec).dump());
+  if (!opts.json_out.empty()) append_line(opts.json_out, signed_record(to_json(rec)).dump());
 }
 
 }  // namespace detail
 
 using namespace detail;
 
-EvalRecord run_dry(const EvalOptions& opts) {
-  auto t0 = Clock::now();
-  Prepared p = prepare(opts);
-  if (opts.oracle && !find_oracle(p.spec.stem))
-    fail(Errc::invalid_argument, p.spec.stem + " has no CPU oracle (problems/" + p.spec.stem + "/oracle.cpp)");
-  EvalRecord rec = start_record(opts, p, p.inst, "run");
+namespace {
+
+/// Runs a flow's body after its input was accepted: whatever it throws becomes a harness_error
+/// record (written with --json), never an "internal error" without one. (Failures of a worker
+/// are already the job's status; what reaches here is pkb's own.)
+template <typename Body>
+EvalRecord recorded(const EvalOptions& opts, EvalRecord rec, Clock::time_point t0, Body&& body) {
+  try {
+    body(rec);
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const std::exception& e) {
+    rec.status = Status::harness_error;
+    rec.message = std::string("pkb failed while evaluating (its own fault, not the candidate's): ") + e.what();
+    finish_record(opts, rec, t0);
+  }
+  return rec;
+}
+
+void dry_body(const EvalOptions& opts, const Prepared& p, EvalRecord& rec, Clock::time_point t0) {
   rec.candidate.label = p.solution_is_reference ? "baseline" : "solution";
   std::string so;
   if (!compile_side(opts, p.solution_path, rec.candidate, rec, so, false)) {
     finish_record(opts, rec, t0);
-    return rec;
+    return;
   }
   bool want_inputs = opts.oracle || !opts.dump_dir.empty();
   JobResult job = run_side(opts, p, make_plans(p, {main_step(opts, p, opts.perf)}, so, rec.candidate.label, want_inputs),
@@ -303,20 +379,17 @@ EvalRecord run_dry(const EvalOptions& opts) {
     if (!opts.dump_dir.empty()) dump_artifacts(opts.dump_dir, p, p.inst, p.seed, sr, "");
   }
   finish_record(opts, rec, t0);
-  return rec;
+  return;
 }
 
-EvalRecord run_eval(const EvalOptions& opts) {
-  auto t0 = Clock::now();
-  Prepared p = prepare(opts);
-  EvalRecord rec = start_record(opts, p, p.inst, "eval");
+void eval_body(const EvalOptions& opts, const Prepared& p, EvalRecord& rec, Clock::time_point t0) {
   rec.baseline.label = "baseline";
   rec.candidate.label = "candidate";
   std::string base_so, cand_so;
   if (!compile_side(opts, p.spec.reference_path(), rec.baseline, rec, base_so, true) ||
       !compile_side(opts, p.solution_path, rec.candidate, rec, cand_so, false)) {
     finish_record(opts, rec, t0);
-    return rec;
+    return;
   }
   bool dump = !opts.dump_dir.empty();
   JobResult base = run_side(opts, p, make_plans(p, {main_step(opts, p, opts.perf)}, base_so, "baseline", dump), "baseline");
@@ -325,7 +398,7 @@ EvalRecord run_eval(const EvalOptions& opts) {
   if (base.status != Status::ok) {
     apply_job_failure(base, rec, true);
     finish_record(opts, rec, t0);
-    return rec;
+    return;
   }
   JobResult cand = run_side(opts, p, make_plans(p, {main_step(opts, p, opts.perf)}, cand_so, "candidate", dump), "candidate");
   rec.candidate.job_wall_s = cand.wall_s;
@@ -336,7 +409,7 @@ EvalRecord run_eval(const EvalOptions& opts) {
   if (cand.status != Status::ok) {
     apply_job_failure(cand, rec, false);
     finish_record(opts, rec, t0);
-    return rec;
+    return;
   }
   if (dump) dump_artifacts(opts.dump_dir, p, p.inst, p.seed, cand.steps.at(0), "candidate");
   const StepResult& bs = base.steps.at(0);
@@ -346,7 +419,7 @@ EvalRecord run_eval(const EvalOptions& opts) {
     rec.status = Status::harness_error;
     rec.message = "the baseline's own outputs failed a sanity check: " + rec.checks.front().what + ": " + rec.checks.front().message;
     finish_record(opts, rec, t0);
-    return rec;
+    return;
   }
   note_containment(cand, rec, "candidate");
   check_sanity(p.inst, cs, rec);
@@ -365,12 +438,29 @@ EvalRecord run_eval(const EvalOptions& opts) {
   if (opts.perf && rec.baseline_timing.measured && rec.candidate_timing.measured && rec.candidate_timing.us.median > 0)
     rec.speedup = rec.baseline_timing.us.median / rec.candidate_timing.us.median;
   finish_record(opts, rec, t0);
-  return rec;
+  return;
+}
+
+}  // namespace
+
+EvalRecord run_dry(const EvalOptions& opts) {
+  auto t0 = Clock::now();
+  Prepared p = prepare(opts);
+  if (opts.oracle && !find_oracle(p.spec.stem))
+    fail(Errc::invalid_argument, p.spec.stem + " has no CPU oracle (problems/" + p.spec.stem + "/oracle.cpp)");
+  return recorded(opts, start_record(opts, p, p.inst, "run"), t0, [&](EvalRecord& rec) { dry_body(opts, p, rec, t0); });
+}
+
+EvalRecord run_eval(const EvalOptions& opts) {
+  auto t0 = Clock::now();
+  Prepared p = prepare(opts);
+  return recorded(opts, start_record(opts, p, p.inst, "eval"), t0, [&](EvalRecord& rec) { eval_body(opts, p, rec, t0); });
 }
 
 int exit_code_for(const EvalRecord& r) {
   if (r.status == Status::ok) return 0;
   if (r.status == Status::harness_error) return 3;
+  if (r.status == Status::unsupported) return 4;
   return 1;
 }
 

@@ -11,6 +11,7 @@
 
 namespace pkb::detail {
 
+
 struct Prepared {
   Spec spec;
   Instance inst;
@@ -19,6 +20,7 @@ struct Prepared {
   std::filesystem::path solution_path;  // resolved candidate source
   bool solution_is_reference = false;
   std::optional<HardwareFacts> calibration;  // this machine's `pkb calibrate`, if any
+  Placement placement;                        // which GPU each rank takes
 };
 
 /// Resolves the problem, sizes, dtype and GPU count; throws on bad input. Everything that can be

@@ -28,8 +28,99 @@ struct Failure {
   int step = 0;
 };
 
+/// The phases a worker announces, in the only order it may: setup, load, then per step init, each
+/// trial, timing (when enabled), finalize; teardown last (at the last step's index).
+struct PhaseKey {
+  int step = 0;
+  std::string phase;
+  bool operator==(const PhaseKey&) const = default;
+};
+
+std::vector<PhaseKey> phase_sequence(const WorkerPlan& plan) {
+  std::vector<PhaseKey> seq{{0, "start"}, {0, "setup"}, {0, "load"}};
+  int s = 0;
+  for (; s < static_cast<int>(plan.steps.size()); ++s) {
+    seq.push_back({s, "init"});
+    for (int t = 0; t < plan.steps[s].trials; ++t) seq.push_back({s, "trial " + std::to_string(t)});
+    if (plan.steps[s].timing.enabled) seq.push_back({s, "timing"});
+    seq.push_back({s, "finalize"});
+  }
+  seq.push_back({std::max(0, s - 1), "teardown"});
+  return seq;
+}
+
+/// A frame pkb cannot accept from a worker: the worker's fault (protocol_error), never pkb's.
+[[noreturn]] void violation(const std::string& what) { throw Error(Errc::protocol_error, what); }
+
+void require(bool ok, const std::string& what) {
+  if (!ok) violation(what);
+}
+
+bool is_uint_array(const json& j, size_t n) {
+  if (!j.is_array() || j.size() != n) return false;
+  return std::all_of(j.begin(), j.end(), [](const json& x) { return x.is_number_unsigned() || x.is_number_integer(); });
+}
+
+/// The trial frame's metadata: everything the checks read, with the types they read it as.
+void validate_trial_meta(const json& b, const StepPlan& plan, bool with_inputs) {
+  const json& outs = b.at("outputs");
+  require(outs.is_array() && outs.size() == plan.outputs.size(), "trial: wrong output count");
+  for (auto& o : outs)
+    for (const char* k : {"digest_return", "digest_after", "poison"})
+      require(o.contains(k) && o[k].is_string(), std::string("trial: output without a string '") + k + "'");
+  const json& ins = b.at("inputs");
+  require(ins.is_array(), "trial: 'inputs' is not an array");
+  if (with_inputs || !ins.empty()) require(ins.size() == plan.inputs.size(), "trial: wrong input count");
+  for (auto& i : ins)
+    for (const char* k : {"digest_before", "digest_after"})
+      require(i.contains(k) && i[k].is_string(), std::string("trial: input without a string '") + k + "'");
+}
+
+/// The timing frame: counts the driver planned, arrays of one entry per timed call.
+void validate_timing(const json& b, const std::string& blob, const StepPlan& plan) {
+  std::string mode = b.at("mode").get<std::string>();
+  require(mode == "eager" || mode == "graph", "timing: unknown mode '" + mode + "'");
+  int iters = b.at("iters").get<int>();
+  require(iters == plan.timing.iters, "timing: " + std::to_string(iters) + " timed calls reported, " +
+                                          std::to_string(plan.timing.iters) + " planned");
+  require(b.at("warmup").is_number_integer() && b.at("groups").is_number_integer(), "timing: warmup/groups not integers");
+  const json& times = b.at("times_ms");
+  require(times.is_array() && times.size() == static_cast<size_t>(iters) &&
+              std::all_of(times.begin(), times.end(), [](const json& x) { return x.is_number(); }),
+          "timing: times_ms is not one number per timed call");
+  require(b.at("span_ms").is_number() && b.at("host_ms").is_number(), "timing: span_ms/host_ms not numbers");
+  const json& outs = b.at("outputs");
+  require(outs.is_array() && outs.size() == plan.outputs.size(), "timing: wrong output count");
+  size_t sample_bytes = 0;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const json& o = outs[i];
+    if (mode == "graph") {  // one check after the replay
+      require(o.at("unwritten").is_number_unsigned() && o.at("nonfinite").is_number_unsigned(),
+              "timing (graph): unwritten/nonfinite are not counts");
+      continue;
+    }
+    require(is_uint_array(o.at("unwritten"), iters) && is_uint_array(o.at("nonfinite"), iters),
+            "timing: unwritten/nonfinite are not one count per timed call");
+    require(o.at("digests").is_array() && o.at("digests").size() == static_cast<size_t>(iters),
+            "timing: digests are not one per timed call");
+    require(o.at("samples").is_number_unsigned(), "timing: samples is not a count");
+    sample_bytes += o.at("samples").get<size_t>() * dtype_size(plan.outputs[i].dtype) * static_cast<size_t>(iters);
+  }
+  require(mode == "graph" || blob.size() == sample_bytes, "timing: the sampled values are not the size the counts say");
+  const json& ins = b.at("inputs");
+  require(ins.is_array(), "timing: 'inputs' is not an array");
+  if (mode == "eager") {
+    require(ins.size() == plan.inputs.size(), "timing: wrong input count");
+    for (auto& i : ins)
+      require(i.at("gen").is_array() && i.at("gen").size() == static_cast<size_t>(iters) && i.at("after").is_array() &&
+                  i.at("after").size() == static_cast<size_t>(iters),
+              "timing: input fingerprints are not one per timed call");
+  }
+}
+
 struct RankState {
   FrameDecoder dec;
+  size_t phase_index = 0;         // where in phase_sequence() the worker is
   bool eof = false, done = false, errored = false, counted_exit = false, timed_out = false;
   std::string phase = "start";
   int step = 0;
@@ -51,13 +142,22 @@ std::chrono::milliseconds limit_for(const std::string& phase, const Deadlines& d
 
 class JobRunner {
  public:
-  JobRunner(Launcher& l, const JobConfig& cfg) : launcher_(l), cfg_(cfg) {}
+  JobRunner(Launcher& l, const JobConfig& cfg) : launcher_(l), cfg_(cfg) {
+    for (auto& plan : cfg_.plans) sequences_.push_back(phase_sequence(plan));
+    // The whole job's deadline: every phase at its own limit, back to back. Nothing a worker sends
+    // extends it.
+    job_limit_ = std::chrono::milliseconds(0);
+    if (!sequences_.empty())
+      for (auto& k : sequences_[0]) job_limit_ += limit_for(k.phase, cfg_.deadlines);
+    if (cfg_.deadlines.job.count() > 0) job_limit_ = std::min(job_limit_, cfg_.deadlines.job);
+  }
 
   JobResult run() {
-    auto t0 = Clock::now();
+    auto t0 = start_ = Clock::now();
     int W = static_cast<int>(cfg_.plans.size());
     job_ = launcher_.launch(cfg_.launch);
     res_.containment = job_->containment();
+    res_.sandbox = job_->sandbox();
     ranks_.resize(W);
     res_.hello.resize(W);
     if (!cfg_.plans.empty())
@@ -96,8 +196,19 @@ class JobRunner {
     switch (m.kind) {
       case MsgKind::hello: res_.hello[r] = m.body; break;
       case MsgKind::phase: {
-        s.phase = m.body.value("phase", std::string("?"));
-        s.step = m.body.value("step", 0);
+        PhaseKey k{m.body.at("step").get<int>(), m.body.at("phase").get<std::string>()};
+        const auto& seq = sequences_[r];
+        auto it = std::find(seq.begin() + static_cast<long>(s.phase_index) + 1, seq.end(), k);
+        if (it == seq.end()) {
+          bool seen = std::find(seq.begin(), seq.begin() + static_cast<long>(s.phase_index) + 1, k) !=
+                      seq.begin() + static_cast<long>(s.phase_index) + 1;
+          violation("phase '" + k.phase + "' of step " + std::to_string(k.step) +
+                    (seen ? " announced again (a phase is announced once; its deadline runs from the first time)"
+                          : " is not a phase of this job's plan") + ", after '" + s.phase + "'");
+        }
+        s.phase_index = static_cast<size_t>(it - seq.begin());
+        s.phase = k.phase;
+        s.step = k.step;
         s.phase_start = Clock::now();
         s.phase_idle = s.last_idle;
         report_progress();
@@ -106,11 +217,14 @@ class JobRunner {
       case MsgKind::trial: store_trial(r, std::move(m)); break;
       case MsgKind::timing: {
         StepResult& sr = step_of(m.body);
+        require(s.phase == "timing" && s.step == m.body.at("step").get<int>(), "a timing frame outside the timing phase");
+        validate_timing(m.body, m.blob, cfg_.plans[r].steps[s.step]);
         // The driver's own clock around the timed phase, an upper bound the worker cannot move: the
         // phase was announced after the channel was last seen empty, the result arrived by now.
         m.body["driver_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - s.phase_idle).count();
         auto& into = m.body.value("mode", std::string("eager")) == "graph" ? sr.graph : sr.timing;
         if (into.empty()) into.resize(ranks_.size());
+        require(into[r].body.is_null(), "a second timing frame of the same mode for one step");
         into[r] = {std::move(m.body), std::move(m.blob)};
         break;
       }
@@ -125,23 +239,32 @@ class JobRunner {
         note({Cause::reported, st.value_or(Status::runtime_error), r, phase, m.body.value("message", std::string()), Clock::now()});
         break;
       }
-      case MsgKind::done: s.done = true; break;
+      case MsgKind::done:
+        require(s.phase == "finalize" && s.step + 1 == static_cast<int>(cfg_.plans[r].steps.size()),
+                "'done' before the last step's finalize");
+        s.done = true;
+        break;
       case MsgKind::plan:
-      case MsgKind::join: throw Error(Errc::protocol_error, "a worker sent an unexpected " + std::string(to_string(m.kind)) + " message");
+      case MsgKind::join: violation("a worker sent an unexpected " + std::string(to_string(m.kind)) + " message");
     }
   }
 
   StepResult& step_of(const json& body) {
-    int s = body.value("step", -1);
-    if (s < 0 || s >= static_cast<int>(res_.steps.size())) throw Error(Errc::protocol_error, "step index out of range");
+    int s = body.at("step").get<int>();
+    if (s < 0 || s >= static_cast<int>(res_.steps.size())) violation("step index out of range");
     return res_.steps[s];
   }
 
   void store_trial(int r, Message m) {
     StepResult& sr = step_of(m.body);
-    const StepPlan& plan = cfg_.plans[r].steps[m.body.value("step", 0)];
-    int t = m.body.value("trial", -1);
-    if (t < 0 || t >= static_cast<int>(sr.trials.size())) throw Error(Errc::protocol_error, "trial index out of range");
+    const StepPlan& plan = cfg_.plans[r].steps[m.body.at("step").get<int>()];
+    int t = m.body.at("trial").get<int>();
+    if (t < 0 || t >= static_cast<int>(sr.trials.size())) violation("trial index out of range");
+    const RankState& s = ranks_[r];
+    require(s.phase == "trial " + std::to_string(t) && s.step == m.body.at("step").get<int>(),
+            "the results of trial " + std::to_string(t) + " arrived during " + s.phase);
+    require(!sr.trials[t][r].meta.is_object(), "trial " + std::to_string(t) + " reported twice");
+    validate_trial_meta(m.body, plan, cfg_.plans[r].send_inputs);
     RankTrial rt;
     size_t off = 0;
     auto take = [&](const json& metas, std::vector<std::string>& into, const std::vector<TensorDesc>& descs) {
@@ -199,18 +322,32 @@ class JobRunner {
       try {
         ranks_[r].dec.feed(buf, static_cast<size_t>(got));
         while (auto m = ranks_[r].dec.next()) handle(r, std::move(*m));
-      } catch (const Error& e) {
-        // Stop listening to this rank; the grace period collects the rest, then the job is killed.
+      } catch (const std::exception& e) {
+        // A malformed frame (bad bytes, a missing key, a wrong type), an unexpected or repeated
+        // one: the worker's fault. Stop listening to this rank; the grace period collects the rest,
+        // then the job is killed.
         ranks_[r].eof = true;
         ranks_[r].errored = true;
-        note({Cause::protocol, Status::runtime_error, r, ranks_[r].phase,
-              std::string("the worker broke the control protocol (") + e.what() + ")", Clock::now()});
+        note({Cause::protocol, Status::protocol_error, r, ranks_[r].phase,
+              std::string("rank ") + std::to_string(r) + " broke the control protocol (" + e.what() + ")", Clock::now()});
       }
     }
   }
 
   void check_exits_and_deadlines() {
     auto now = Clock::now();
+    if (!job_timed_out_ && !all_done() && now - start_ > job_limit_) {
+      job_timed_out_ = true;
+      int r = 0;  // the rank furthest behind is the one holding the job up
+      for (int i = 1; i < static_cast<int>(ranks_.size()); ++i)
+        if (!ranks_[i].done && ranks_[i].phase_index < ranks_[r].phase_index) r = i;
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.1f", std::chrono::duration<double>(job_limit_).count());
+      note({Cause::timeout, Status::timeout, r, ranks_[r].phase,
+            "the job ran past its deadline of " + std::string(buf) + " s (every phase at its limit); rank " +
+                std::to_string(r) + " was in " + ranks_[r].phase,
+            now});
+    }
     for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) {
       RankState& s = ranks_[r];
       if (!s.exit) {
@@ -297,6 +434,10 @@ class JobRunner {
   std::optional<Clock::time_point> first_failure_;
   std::string last_phase_;
   JobResult res_;
+  std::vector<std::vector<PhaseKey>> sequences_;  // per rank
+  std::chrono::milliseconds job_limit_{0};
+  Clock::time_point start_;
+  bool job_timed_out_ = false;
 };
 
 }  // namespace

@@ -21,6 +21,9 @@ struct Deadlines {
   std::chrono::milliseconds finalize{60'000};   // pkb_finalize
   std::chrono::milliseconds teardown{20'000};   // NCCL teardown after results are in (not charged)
   std::chrono::milliseconds grace{300};         // after a first failure, time to collect its cause
+  /// The whole job, from the driver's clock: at most every phase at its limit back to back, and at
+  /// most this when set (0: the sum alone).
+  std::chrono::milliseconds job{0};
 };
 
 struct RankTrial {
@@ -54,6 +57,7 @@ struct JobResult {
   bool teardown_clean = true;
   std::string log_tail;                // the failing rank's log, last few KiB
   std::string containment;             // cgroup2, cgroup1 or process-group
+  std::string sandbox;                 // whom the workers ran as (Job::sandbox)
   size_t leftover_processes = 0;       // processes the solution left behind after its workers ended
 };
 

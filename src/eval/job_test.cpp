@@ -1,6 +1,11 @@
 // The job runner against fake workers: deadlines, crash propagation, protocol abuse, leftovers.
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <signal.h>
+#include <unistd.h>
+
+#include <functional>
+#include <sstream>
 
 #include <filesystem>
 #include <fstream>
@@ -12,6 +17,13 @@ namespace pkb {
 namespace {
 
 namespace fs = std::filesystem;
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 class JobTest : public ::testing::Test {
  protected:
@@ -41,8 +53,11 @@ class JobTest : public ::testing::Test {
     return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
   }
 
-  JobResult run(const std::string& mode, int world = 3, bool timing = true, int steps = 1, bool mpi = false) {
+  JobResult run(const std::string& mode, int world = 3, bool timing = true, int steps = 1, bool mpi = false,
+                std::chrono::milliseconds job_deadline = std::chrono::milliseconds(0),
+                std::function<void(JobConfig&)> adjust = nullptr) {
     JobConfig cfg;
+    cfg.deadlines.job = job_deadline;
     cfg.launch.world = world;
     cfg.launch.worker_argv = {PKB_FAKE_WORKER};
     cfg.launch.env = {{"PKB_FAKE_MODE", mode}, {"PKB_FAKE_PIDS", (tmp / "pids").string()}};
@@ -65,6 +80,7 @@ class JobTest : public ::testing::Test {
       }
       cfg.plans.push_back(p);
     }
+    if (adjust) adjust(cfg);
     if (mpi) {
       MpiOptions mo;
       mo.command = {PKB_FAKE_MPIRUN};
@@ -129,8 +145,76 @@ TEST_F(JobTest, ReportedErrorKeepsItsStatusAndMessage) {
 
 TEST_F(JobTest, ProtocolGarbageIsAFailureNotAHang) {
   auto r = run("garbage:1:trial 0");
-  EXPECT_EQ(r.status, Status::runtime_error);
+  EXPECT_EQ(r.status, Status::protocol_error);
+  EXPECT_EQ(r.rank, 1);
   EXPECT_NE(r.message.find("control protocol"), std::string::npos) << r.message;
+}
+
+// A well-formed frame without a key the checks need is the worker's protocol violation (it used to
+// throw inside the driver: an internal error and no record).
+TEST_F(JobTest, FrameMissingAKeyIsTheWorkersProtocolError) {
+  auto r = run("badframe:2:trial 0");
+  EXPECT_EQ(r.status, Status::protocol_error) << r.message;
+  EXPECT_EQ(r.rank, 2);
+  EXPECT_NE(r.message.find("outputs"), std::string::npos) << r.message;
+  for (pid_t p : pids()) EXPECT_FALSE(alive(p));
+}
+
+// Every phase within its own limit, the job as a whole past its deadline: a timeout, charged to the
+// slow rank, from the driver's clock.
+TEST_F(JobTest, JobDeadlineHoldsWhenEveryPhaseIsWithinItsLimit) {
+  auto t0 = Clock::now();
+  auto r = run("slow:1:", 2, true, 1, false, std::chrono::milliseconds(2500));
+  EXPECT_EQ(r.status, Status::timeout) << r.message;
+  EXPECT_EQ(r.rank, 1);
+  EXPECT_NE(r.message.find("the job ran past its deadline of 2.5 s"), std::string::npos) << r.message;
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 5.0);
+  for (pid_t p : pids()) EXPECT_FALSE(alive(p));
+}
+
+// A root driver's workers run as an unprivileged user with no_new_privs: they cannot append to the
+// driver's files (a results file, say) nor move themselves out of the job's cgroup.
+TEST_F(JobTest, SandboxedWorkersRunUnprivilegedAndCannotWriteTheDriversFiles) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (the driver drops privileges only when it has them)";
+  struct passwd* pw = getpwnam("nobody");
+  if (!pw) GTEST_SKIP() << "no user nobody";
+  // The worker program where the user can reach it, as the evaluator places it (flows.cpp).
+  fs::path dir = tmp / "job";
+  fs::create_directories(dir);
+  fs::permissions(tmp, fs::perms::owner_all | fs::perms::others_exec | fs::perms::group_exec);
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::others_exec | fs::perms::group_exec);
+  fs::copy_file(PKB_FAKE_WORKER, dir / "fake-worker");
+  fs::path victim = dir / "results.jsonl";
+  std::ofstream(victim) << "{}\n";
+  fs::permissions(victim, fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read);
+  auto r = run("probe:0:setup", 1, false, 1, false, std::chrono::milliseconds(0), [&](JobConfig& c) {
+    c.launch.worker_argv = {(dir / "fake-worker").string()};
+    c.launch.env.emplace_back("PKB_FAKE_VICTIM", victim.string());
+    c.launch.sandbox_user = "nobody";
+    c.launch.sandbox_home = dir / "home";
+  });
+  EXPECT_EQ(r.sandbox, "user nobody (uid " + std::to_string(pw->pw_uid) + "), no_new_privs");
+  EXPECT_NE(r.message.find("uid=" + std::to_string(pw->pw_uid)), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("nnp=1"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("victim=Permission denied"), std::string::npos) << r.message;
+  EXPECT_EQ(r.message.find("cgroup=written"), std::string::npos) << r.message;
+  EXPECT_EQ(read_all(victim), "{}\n");
+}
+
+TEST_F(JobTest, ResultsOutOfTheirPhaseAreAProtocolError) {
+  auto r = run("earlytrial:0:trial 0");
+  EXPECT_EQ(r.status, Status::protocol_error) << r.message;
+  EXPECT_NE(r.message.find("arrived during trial 0"), std::string::npos) << r.message;
+}
+
+// Re-announcing a phase does not restart its deadline: it is a violation at once.
+TEST_F(JobTest, ReannouncedPhaseIsAViolationNotAHeartbeat) {
+  auto t0 = Clock::now();
+  auto r = run("reannounce:1:trial 0");
+  EXPECT_EQ(r.status, Status::protocol_error) << r.message;
+  EXPECT_NE(r.message.find("announced again"), std::string::npos) << r.message;
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 5.0);
+  for (pid_t p : pids()) EXPECT_FALSE(alive(p));
 }
 
 TEST_F(JobTest, ExitWhileAChildHoldsTheChannelIsStillDetected) {

@@ -202,6 +202,9 @@ std::string format_sweep_table(const SweepOptions& o, const std::vector<SweepRow
                        r.status == Status::ok ? "" : "  " + r.message.substr(0, 100));
   }
   out += "algbw = size / time; busbw = algbw x the problem's bus factor (GB/s); " + link_legend(r0.roofline) + "\n";
+  if (r0.oversubscribed)
+    out += fmt::format("NOT A MEASUREMENT: {} ranks share {} GPU(s) (--oversubscribe); only the status column means "
+                       "anything\n", r0.world, r0.gpus_used);
   return out;
 }
 

@@ -187,6 +187,7 @@ std::string Session::step(int i, ChatModel& model, CandidateEvaluator& evaluator
                     rec.speedup ? fmt::format(", speedup {:.2f}x", *rec.speedup) : rec.message.empty() ? "" : ": " + rec.message));
     keep_if_best(i, rec, file);
     if (rec.status == Status::harness_error) return finish("harness_error: " + rec.message);
+    if (rec.status == Status::unsupported) return finish("unsupported: " + rec.message);
     if (is_pass(rec.status) && (o_.target_speedup <= 0 || rec.speedup.value_or(0.0) >= o_.target_speedup))
       return finish("target reached");
     feedback = feedback_message(t, rec, left, o_.target_speedup);

@@ -26,6 +26,12 @@ struct LaunchRequest {
   ResourceLimits limits;
   /// Contain the job in a cgroup where the machine allows (see launch/cgroup.hpp).
   bool use_cgroup = true;
+  /// Where the driver is root: run every worker as this user (no supplementary groups,
+  /// no_new_privs), with HOME and cwd in `sandbox_home`, a directory the launcher creates for it.
+  /// Such workers cannot write the driver's files (results, build cache, problems), nor leave the
+  /// job's cgroup. Empty, or a driver that is not root: workers run as the driver's user.
+  std::string sandbox_user;
+  std::filesystem::path sandbox_home;
 };
 
 /// A running job. Destroying it kills and reaps every process it started.
@@ -48,6 +54,10 @@ class Job {
   virtual bool exits_per_rank() const { return true; }
   /// How the job is contained: "cgroup2", "cgroup1" or "process-group".
   virtual std::string containment() const = 0;
+  /// Whom the workers run as, and why: "user nobody (uid 65534), no_new_privs", or a sentence
+  /// starting "not isolated: " saying why they run as the driver's user.
+  virtual std::string sandbox() const { return "not isolated: the launcher starts the workers"; }
+  bool isolated() const { return sandbox().rfind("not isolated", 0) != 0; }
   /// Processes of the job other than its workers that are still running (call after the workers
   /// have exited: anything left was started by the solution).
   virtual std::vector<pid_t> leftovers() = 0;

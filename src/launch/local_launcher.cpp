@@ -1,4 +1,6 @@
+#include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -49,6 +51,7 @@ class LocalJob : public Job {
   }
 
   std::string containment() const override { return cgroup_ ? cgroup_->kind() : "process-group"; }
+  std::string sandbox() const override { return sandbox_; }
 
   std::vector<pid_t> leftovers() override {
     if (cgroup_) return cgroup_->members();
@@ -85,8 +88,34 @@ class LocalJob : public Job {
     return all;
   }
 
+  /// Whom the workers run as (see LaunchRequest::sandbox_user).
+  std::optional<SpawnOptions::Identity> choose_identity(const LaunchRequest& req) {
+    if (req.sandbox_user.empty()) {
+      sandbox_ = "not isolated: sandboxing is off (PKB_SANDBOX=off)";
+      return std::nullopt;
+    }
+    if (geteuid() != 0) {
+      sandbox_ = "not isolated: pkb is not root, so its workers run as its own user (uid " + std::to_string(geteuid()) +
+                 ") and could write what it can";
+      return std::nullopt;
+    }
+    struct passwd* pw = getpwnam(req.sandbox_user.c_str());
+    if (!pw || pw->pw_uid == 0) {
+      sandbox_ = "not isolated: no unprivileged user '" + req.sandbox_user + "' on this machine (PKB_SANDBOX_USER)";
+      return std::nullopt;
+    }
+    SpawnOptions::Identity id{pw->pw_uid, pw->pw_gid};
+    std::error_code ec;
+    std::filesystem::create_directories(req.sandbox_home, ec);
+    if (ec || chown(req.sandbox_home.c_str(), id.uid, id.gid) != 0 || chmod(req.sandbox_home.c_str(), 0700) != 0)
+      fail(Errc::io_error, "cannot prepare the workers' home " + req.sandbox_home.string());
+    sandbox_ = "user " + req.sandbox_user + " (uid " + std::to_string(id.uid) + "), no_new_privs";
+    return id;
+  }
+
   void start(const LaunchRequest& req) {
     shm_before_ = shm_entries();
+    auto identity = choose_identity(req);
     if (req.use_cgroup && cgroups_enabled_by_env()) {
       static int counter = 0;
       std::string why;
@@ -103,6 +132,12 @@ class LocalJob : public Job {
       o.argv.insert(o.argv.end(), {"--control-fd", "3", "--rank", std::to_string(r), "--world", std::to_string(req.world)});
       o.env_set = req.env;
       for (auto& kv : forced_worker_env()) o.env_set.push_back(kv);
+      o.no_new_privs = true;
+      if (identity) {
+        o.run_as = identity;
+        o.cwd = req.sandbox_home;
+        o.env_set.emplace_back("HOME", req.sandbox_home.string());  // CUDA's JIT cache and the like
+      }
       o.process_group = pgid_ > 0 ? pgid_ : 0;
       o.fd_map = {{sv[1], 3}};
       o.log_file = log_path(r);
@@ -138,6 +173,7 @@ class LocalJob : public Job {
   }
 
   std::filesystem::path log_dir_;
+  std::string sandbox_;
   std::unique_ptr<JobCgroup> cgroup_;
   std::vector<std::string> shm_before_;
   std::vector<pid_t> pids_;

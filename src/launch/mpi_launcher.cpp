@@ -52,6 +52,7 @@ class MpiJob : public Job {
   int channel(int rank) const override { return fds_.at(rank); }
   std::filesystem::path log_path(int) const override { return log_; }
   std::string containment() const override { return "launcher process group"; }
+  std::string sandbox() const override { return "not isolated: mpirun/srun start the workers as the driver's user"; }
   bool exits_per_rank() const override { return false; }
 
   std::optional<ExitInfo> poll_exit(int) override {

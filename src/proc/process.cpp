@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <grp.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -135,6 +137,13 @@ Spawned spawn(const SpawnOptions& opts) {
     set_limit(RLIMIT_NPROC, opts.limits.max_processes);
     set_limit(RLIMIT_FSIZE, opts.limits.max_file_bytes);
     set_limit(RLIMIT_CPU, opts.limits.max_cpu_seconds);
+    if (opts.no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) child_fail(sp, "prctl(PR_SET_NO_NEW_PRIVS)");
+    if (opts.run_as) {
+      if (setgroups(0, nullptr) != 0 || setgid(opts.run_as->gid) != 0 || setuid(opts.run_as->uid) != 0)
+        child_fail(sp, "drop privileges (setgroups/setgid/setuid)");
+      if (getuid() != opts.run_as->uid || geteuid() != opts.run_as->uid || setuid(0) == 0)
+        child_fail(sp, "drop privileges (still privileged after setuid)");
+    }
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) child_fail(sp, "chdir");
     execvpe(argv[0], argv.data(), envp.data());
     child_fail(sp, "exec");

@@ -35,6 +35,16 @@ struct SpawnOptions {
   ResourceLimits limits;
   /// cgroup.procs files the child writes its pid into before exec (see launch/cgroup.hpp).
   std::vector<std::string> cgroup_procs;
+  /// Run the program as this user and group (no supplementary groups), after joining the cgroup:
+  /// a privileged driver's workers are not privileged.
+  struct Identity {
+    uid_t uid = 0;
+    gid_t gid = 0;
+  };
+  std::optional<Identity> run_as;
+  /// prctl(PR_SET_NO_NEW_PRIVS): the program and its children can never gain privileges (setuid
+  /// binaries and file capabilities stop working for them).
+  bool no_new_privs = false;
 };
 
 struct Spawned {

@@ -79,6 +79,7 @@ void to_json(json& j, const WorkerPlan& p) {
            {"world", p.world},
            {"rank", p.rank},
            {"device", p.device},
+           {"oversubscribed", p.oversubscribed},
            {"dtype", std::string(to_string(p.dtype))},
            {"so_path", p.so_path},
            {"nccl_id", p.nccl_id_hex},
@@ -95,6 +96,7 @@ void from_json(const json& j, WorkerPlan& p) {
   p.world = j.at("world").get<int>();
   p.rank = j.at("rank").get<int>();
   p.device = j.at("device").get<int>();
+  p.oversubscribed = j.value("oversubscribed", false);
   auto d = parse_dtype(j.at("dtype").get<std::string>());
   if (!d) fail(Errc::protocol_error, "plan: unknown dtype");
   p.dtype = *d;

@@ -58,6 +58,8 @@ struct WorkerPlan {
   std::string role;            // "baseline" or "candidate" (logs only)
   std::string problem;
   int world = 0, rank = 0, device = 0;
+  /// More ranks than GPUs: the worker takes GPU device % visible and is its own emulated node.
+  bool oversubscribed = false;
   DType dtype = DType::bf16;
   std::string so_path;
   std::string nccl_id_hex;

@@ -49,6 +49,9 @@ std::string format_summary(const EvalRecord& r, bool color) {
   };
   side(r.baseline);
   side(r.candidate);
+  if (r.oversubscribed)
+    o += fmt::format("  {:<10} {}{} ranks on {} GPU(s) (--oversubscribe): verdicts only, timings are not performance{}\n",
+                     "placement", yellow, r.world, r.gpus_used, reset);
   const char* c = r.status == Status::ok ? green : (r.status == Status::flagged ? yellow : red);
   o += fmt::format("  {:<10} {}{}{}", "status", c, to_string(r.status), reset);
   if (r.status == Status::ok) {
@@ -68,7 +71,7 @@ std::string format_summary(const EvalRecord& r, bool color) {
     if (r.baseline_timing.measured) o += timing_row("baseline", r.baseline_timing);
     if (r.candidate_timing.measured) o += timing_row(r.kind == "run" ? r.candidate.label.c_str() : "candidate", r.candidate_timing);
   }
-  if (r.roofline.is_object()) {
+  if (r.roofline.is_object() && !r.oversubscribed) {
     const auto& rf = r.roofline;
     o += fmt::format("  {:<10} {:.1f}% of the {:.2f} µs floor ({}-bound, {})", "roofline", rf.value("pct", 0.0),
                      rf.value("floor_us", 0.0), rf.value("bound", "?"), rf.value("source", "?"));
@@ -76,7 +79,10 @@ std::string format_summary(const EvalRecord& r, bool color) {
       o += fmt::format("; busbw {:.0f} GB/s = {:.0f}% of the link", rf.value("busbw_gbps", 0.0), rf.value("link_pct", 0.0));
     o += "\n";
   }
-  if (r.speedup) o += fmt::format("  {:<10} {}{:.3f}x{}\n", "speedup", *r.speedup >= 1.0 ? green : yellow, *r.speedup, reset);
+  if (r.speedup && r.oversubscribed)
+    o += fmt::format("  {:<10} {:.3f}x — not a measurement (ranks share GPUs; left out of pkb report's speedups)\n",
+                     "speedup", *r.speedup);
+  else if (r.speedup) o += fmt::format("  {:<10} {}{:.3f}x{}\n", "speedup", *r.speedup >= 1.0 ? green : yellow, *r.speedup, reset);
   for (auto& w : r.warnings) o += fmt::format("  {}warning{}    {}\n", yellow, reset, w);
   std::string jobs;
   if (r.baseline.job_wall_s > 0) jobs += fmt::format("baseline job {:.1f} s", r.baseline.job_wall_s);

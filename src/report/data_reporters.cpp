@@ -85,7 +85,8 @@ json run_json(const RunSummary& r) {
           {"min_samples", r.min_samples}, {"max_samples", r.max_samples}, {"pass_at_k", k_values_json(r.pass_at)},
           {"fast_1_at_k", k_values_json(r.fast1_at)}, {"fast_p", fast}, {"geomean_speedup", opt(r.geomean_speedup)},
           {"timed_correct_problems", r.timed_correct}, {"median_roofline_pct", opt(r.median_roofline_pct)},
-          {"roofline_measured_problems", r.roofline_measured}, {"failures", failures}, {"cells", cells}};
+          {"roofline_measured_problems", r.roofline_measured}, {"oversubscribed_records", r.oversubscribed},
+          {"failures", failures}, {"cells", cells}};
 }
 
 /// Streams one JSON object: the context in begin, each record as an array element, the rest in
@@ -96,7 +97,8 @@ class JsonReporter : public Reporter {
   void begin(const ReportContext& c) override {
     out_ << "{\"schema_version\": " << kReportSchemaVersion << ",\n \"kind\": \"report\",\n \"inputs\": "
          << json(c.inputs).dump() << ",\n \"records_read\": " << c.records_read << ",\n \"not_eval\": " << c.not_eval
-         << ",\n \"replaced\": " << json(c.replaced).dump() << ",\n \"records\": [";
+         << ",\n \"replaced\": " << json(c.replaced).dump() << ",\n \"rejected\": " << json(c.rejected).dump()
+         << ",\n \"records\": [";
   }
   void record(const ResultRow& r) override {
     json j{{"run", r.run}, {"label", r.label}, {"problem", r.problem}, {"problem_id", r.problem_id},
@@ -163,6 +165,9 @@ std::string describe_inputs(const ReportContext& c) {
   if (!c.replaced.empty())
     s += fmt::format("; {} duplicate{} replaced (same run, problem and sample: the last record wins)", c.replaced.size(),
                      c.replaced.size() == 1 ? "" : "s");
+  if (!c.rejected.empty())
+    s += fmt::format("; {} line{} REJECTED as not written by pkb's driver (listed on stderr)", c.rejected.size(),
+                     c.rejected.size() == 1 ? "" : "s");
   return s;
 }
 

@@ -16,7 +16,7 @@ Status Cell::shown() const {
   Status best = Status::harness_error;
   int best_n = 0;
   for (auto& [s, n] : statuses)
-    if (s != Status::harness_error && n > best_n) std::tie(best, best_n) = std::tie(s, n);
+    if (!is_not_attempt(s) && n > best_n) std::tie(best, best_n) = std::tie(s, n);
   return best;
 }
 
@@ -51,10 +51,12 @@ namespace {
 
 void add_to_cell(Cell& c, const ResultRow& r) {
   ++c.statuses[r.status];
-  if (r.status == Status::harness_error) return;  // pkb's fault: not an attempt of the candidate
+  if (is_not_attempt(r.status)) return;  // pkb's fault, or nothing this run could give: not an attempt
   ++c.samples;
+  if (!r.oversubscribed) ++c.timed_samples;
   if (r.status != Status::ok) return;
   ++c.correct;
+  if (r.oversubscribed) return;  // a verdict only: its timings are not performance
   if (r.speedup) {
     if (*r.speedup > 1.0) ++c.correct_faster;
     if (!c.best_speedup || *r.speedup > *c.best_speedup) c.best_speedup = r.speedup;
@@ -86,7 +88,7 @@ void summarize_run(RunSummary& run) {
     run.correct += c.correct > 0;
     run.min_samples = run.attempted == 1 ? c.samples : std::min(run.min_samples, c.samples);
     run.max_samples = std::max(run.max_samples, c.samples);
-    run.best_speedups.push_back(c.best_speedup);
+    if (c.timed_samples > 0) run.best_speedups.push_back(c.best_speedup);
     if (c.best_speedup) speedups.push_back(*c.best_speedup);
     if (c.roofline_pct) rooflines.push_back(*c.roofline_pct);
   }
@@ -120,6 +122,7 @@ Leaderboard build_leaderboard(const std::vector<ResultRow>& rows) {
     auto [it, fresh] = index.emplace(run_key(r), board.runs.size());
     if (fresh) board.runs.push_back(RunSummary{.key = run_key(r)});
     add_to_cell(board.runs[it->second].cells[r.problem], r);
+    board.runs[it->second].oversubscribed += r.oversubscribed;
     problems.emplace(r.problem, r.problem_id);
   }
   std::set<int> ks;

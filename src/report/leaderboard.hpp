@@ -36,6 +36,7 @@ struct Cell {
   std::map<Status, int> statuses;      // every record, harness errors included
   std::optional<double> best_speedup;  // the best correct, timed sample
   std::optional<double> roofline_pct;  // the highest among correct samples
+  int timed_samples = 0;   // attempts whose timings count (not --oversubscribe)
   /// ok when a sample is correct, else the most frequent failure (harness_error only if alone).
   Status shown() const;
 };
@@ -60,6 +61,9 @@ struct RunSummary {
   std::optional<double> median_roofline_pct;
   int roofline_measured = 0;
   std::map<Status, int> failures;  // records per failing status
+  /// Records that ran with ranks sharing GPUs (--oversubscribe): counted for pass@k, left out of
+  /// speedups, fast_p and roofline figures (a problem only they attempted has no fast_p entry).
+  int oversubscribed = 0;
   /// fast_p of this run at any p (see metrics.hpp).
   double fast_at(double p) const;
 };

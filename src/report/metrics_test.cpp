@@ -1,6 +1,7 @@
 // Metric definitions against hand-computed values, the tolerant record reader, duplicate handling
 // and the aggregation into runs and cells.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -10,8 +11,10 @@
 #include "core/files.hpp"
 #include "report/leaderboard.hpp"
 #include "report/metrics.hpp"
+#include "report/record_mac.hpp"
 #include "report/report.hpp"
 #include "report/report_fixtures.hpp"
+#include "report/tables.hpp"
 
 namespace pkb {
 namespace {
@@ -169,6 +172,50 @@ TEST(Leaderboard, CellShowsOkOrTheCommonestFailure) {
   EXPECT_EQ(h.shown(), Status::harness_error);
 }
 
+// Records of ranks sharing GPUs (--oversubscribe) are verdicts: they count for pass@k, but their
+// speedups and rooflines are not measurements and stay out of every timing figure; unsupported
+// (symmetric memory refused in that mode) is not an attempt at all.
+TEST(Leaderboard, OversubscribedRecordsCountForPassAtKButNotForSpeedups) {
+  auto rec = [](std::string stem, int id, int sample, std::string status, std::optional<double> s, bool shared) {
+    Rec r;
+    r.label = "m";
+    r.stem = stem;
+    r.id = id;
+    r.sample = sample;
+    r.status = status;
+    r.speedup = s;
+    r.oversubscribed = shared;
+    r.roofline = s ? nlohmann::json{{"pct", 40.0}} : nlohmann::json(nullptr);
+    return row(r);
+  };
+  std::vector<ResultRow> rows{rec("1_allreduce", 1, 0, "ok", 2.0, false),     // a real measurement
+                              rec("1_allreduce", 1, 1, "ok", 9.0, true),      // shared GPU: not a speedup
+                              rec("2_allgather", 2, 0, "ok", 5.0, true),      // only shared: no fast_p entry
+                              rec("3_broadcast", 3, 0, "mismatch", std::nullopt, true),
+                              rec("4_reduce", 4, 0, "unsupported", std::nullopt, true)};
+  EXPECT_TRUE(rows[1].oversubscribed);
+  auto board = build_leaderboard(prepare_rows(rows).rows);
+  ASSERT_EQ(board.runs.size(), 1u);
+  const RunSummary& m = board.runs[0];
+  EXPECT_EQ(m.oversubscribed, 4);  // every record but the first
+  EXPECT_EQ(m.attempted, 3);  // 4_reduce's unsupported record is no attempt
+  EXPECT_EQ(m.correct, 2);
+  EXPECT_EQ(m.cells.at("4_reduce").samples, 0);
+  EXPECT_EQ(m.cells.at("1_allreduce").samples, 2);
+  EXPECT_DOUBLE_EQ(*m.cells.at("1_allreduce").best_speedup, 2.0);  // 9.0 was measured on a shared GPU
+  EXPECT_FALSE(m.cells.at("2_allgather").best_speedup);
+  EXPECT_EQ(m.timed_correct, 1);
+  EXPECT_DOUBLE_EQ(*m.geomean_speedup, 2.0);
+  EXPECT_EQ(m.roofline_measured, 1);
+  // fast_p is over the problems with a timing that counts: only 1_allreduce, and it is fast.
+  EXPECT_EQ(m.best_speedups.size(), 1u);
+  EXPECT_DOUBLE_EQ(m.fast_at(1.0), 1.0);
+  std::string note = summary_table(board, NumberStyle::display).note;
+  EXPECT_NE(note.find("4 record(s) ran with ranks sharing GPUs"), std::string::npos) << note;
+  note = failures_table(board).note;
+  EXPECT_NE(note.find("unsupported"), std::string::npos) << note;
+}
+
 TEST(Leaderboard, OneLabelAtTwoConfigurationsIsTwoRuns) {
   Rec a;
   a.label = "m";
@@ -179,6 +226,54 @@ TEST(Leaderboard, OneLabelAtTwoConfigurationsIsTwoRuns) {
   ASSERT_EQ(board.runs.size(), 2u);
   EXPECT_EQ(board.runs[0].name, "m (W=4 bf16 default)");
   EXPECT_EQ(board.runs[1].name, "m (W=2 bf16 default)");
+}
+
+// The driver signs every record it writes; a line appended by anybody else (a candidate that found
+// the results file) or a record altered afterwards is rejected by name, and the rest still count.
+TEST(RecordTrust, ForgedAndAlteredLinesAreRejectedWithTheirLine) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("pkb_mac_test_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  ::setenv("PKB_CACHE_DIR", dir.string().c_str(), 1);
+  Rec a;
+  a.label = "m";
+  a.speedup = 1.2;
+  Rec b = a;
+  b.stem = "2_allgather";
+  b.id = 2;
+  fs::path file = dir / "r.jsonl";
+  append_line(file, signed_record(testing::record_json(a)).dump());
+  append_line(file, signed_record(testing::record_json(b)).dump());
+  Rec forged = a;
+  forged.stem = "3_broadcast";
+  forged.id = 3;
+  forged.speedup = 50.0;
+  append_line(file, testing::record_json(forged).dump());                 // line 3: no MAC
+  auto altered = signed_record(testing::record_json(b));
+  altered["speedup"] = 40.0;                                              // line 4: MAC of other content
+  append_line(file, altered.dump());
+  ASSERT_TRUE(record_key(false).has_value());
+  EXPECT_EQ(fs::status(dir / "record.key").permissions() & fs::perms::others_read, fs::perms::none);
+
+  LoadedReport r = load_report({file});
+  ASSERT_EQ(r.context.rejected.size(), 2u);
+  EXPECT_NE(r.context.rejected[0].find("r.jsonl:3: no MAC in a file of signed records"), std::string::npos)
+      << r.context.rejected[0];
+  EXPECT_NE(r.context.rejected[1].find("r.jsonl:4: its MAC does not verify"), std::string::npos) << r.context.rejected[1];
+  ASSERT_EQ(r.board.runs.size(), 1u);
+  EXPECT_EQ(r.board.runs[0].attempted, 2);               // 1_allreduce and 2_allgather, not the forgery
+  EXPECT_DOUBLE_EQ(*r.board.runs[0].geomean_speedup, 1.2);
+  // --no-verify keeps everything (records from another machine's pkb).
+  EXPECT_EQ(load_report({file}, false).board.runs[0].attempted, 3);
+  // A file with no MAC at all (older pkb) is read as it is, its records counted as unsigned.
+  fs::path old = dir / "old.jsonl";
+  append_line(old, testing::record_json(a).dump());
+  LoadedReport o = load_report({old});
+  EXPECT_TRUE(o.context.rejected.empty());
+  EXPECT_EQ(o.context.unsigned_kept, 1u);
+  ::unsetenv("PKB_CACHE_DIR");
+  fs::remove_all(dir);
 }
 
 TEST(Leaderboard, ReadsTheRecordedH200Results) {

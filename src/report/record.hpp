@@ -59,9 +59,12 @@ struct EvalRecord {
   int trials = 0;
   double atol = 0, rtol = 0;
   std::string seed;  // revealed after the run, for reproduction
+  bool oversubscribed = false;  // W ranks on fewer GPUs: timings are not performance
+  int ranks_per_gpu = 1, gpus_used = 0;
 
   nlohmann::json system = nlohmann::json::object();
   std::string containment;  // how the candidate's job was contained: cgroup2, cgroup1, process-group
+  std::string sandbox;      // whom the candidate's workers ran as (launcher.hpp Job::sandbox)
 
   Status status = Status::ok;
   std::string message;

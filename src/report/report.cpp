@@ -1,6 +1,7 @@
 #include "report/report.hpp"
 
 #include "core/error.hpp"
+#include "report/record_mac.hpp"
 
 namespace pkb {
 
@@ -16,16 +17,21 @@ LoadedReport make_report(std::vector<ResultRow> rows, std::vector<std::string> i
   return r;
 }
 
-LoadedReport load_report(const std::vector<std::filesystem::path>& files) {
+LoadedReport load_report(const std::vector<std::filesystem::path>& files, bool verify) {
   if (files.empty()) fail(Errc::invalid_argument, "pkb report needs at least one results file (JSON Lines from pkb eval --json)");
   std::vector<ResultRow> all;
   std::vector<std::string> names;
+  RecordTrust trust{record_key(false), {}, 0};
   for (auto& f : files) {
-    auto rows = read_results(f);
+    auto rows = read_results(f, verify ? &trust : nullptr);
     all.insert(all.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
     names.push_back(f.string());
   }
-  return make_report(std::move(all), std::move(names));
+  LoadedReport r = make_report(std::move(all), std::move(names));
+  r.context.records_read += trust.rejected.size();
+  r.context.rejected = std::move(trust.rejected);
+  r.context.unsigned_kept = trust.unsigned_kept;
+  return r;
 }
 
 void emit_report(const LoadedReport& report, Reporter& sink) {

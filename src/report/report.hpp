@@ -19,7 +19,8 @@ struct LoadedReport {
 /// Reads the files in order (a later file's record replaces an earlier one of the same run,
 /// problem and sample). Throws Error(invalid_argument) when no file is given, and the reader's
 /// errors (not_found, parse_error naming file:line).
-LoadedReport load_report(const std::vector<std::filesystem::path>& files);
+/// With `verify`, lines without a valid MAC (report/record_mac.hpp) are rejected and listed.
+LoadedReport load_report(const std::vector<std::filesystem::path>& files, bool verify = true);
 
 /// Builds the report from rows already in memory (tests, other tools); `inputs` names their origin.
 LoadedReport make_report(std::vector<ResultRow> rows, std::vector<std::string> inputs);

@@ -23,6 +23,7 @@ struct Rec {
   nlohmann::json roofline = nullptr;
   std::string kind = "eval";
   std::string sha = "c0ffee";
+  bool oversubscribed = false;  // ranks shared GPUs (--oversubscribe)
 };
 
 /// A JSON record with the fields a real one has (timing from the speedup: baseline 30 us).
@@ -36,7 +37,7 @@ inline nlohmann::json record_json(const Rec& r) {
   json j{{"schema_version", 1}, {"kind", r.kind}, {"timestamp", "2026-12-01T00:00:00Z"},
          {"problem", {{"id", r.id}, {"stem", r.stem}, {"name", r.stem.substr(r.stem.find('_') + 1)}}},
          {"candidate", {{"path", r.candidate}, {"sha256", r.sha}}},
-         {"config", {{"world", r.world}, {"dtype", "bf16"}, {"size", r.size}}},
+         {"config", {{"world", r.world}, {"dtype", "bf16"}, {"size", r.size}, {"oversubscribed", r.oversubscribed}}},
          {"status", r.status}, {"message", r.status == "ok" ? "" : "it went wrong"},
          {"timing", timing}, {"speedup", r.speedup ? json(*r.speedup) : json(nullptr)}};
   if (!r.label.empty()) {

@@ -52,6 +52,22 @@ TEST(Record, JsonSchemaHasEveryField) {
   EXPECT_DOUBLE_EQ(j["speedup"].get<double>(), 3.0);
 }
 
+TEST(Record, OversubscribedRunsSaySoAndClaimNoSpeedup) {
+  EvalRecord r = sample_record();
+  EXPECT_FALSE(to_json(r)["config"]["oversubscribed"].get<bool>());
+  r.oversubscribed = true;
+  r.ranks_per_gpu = 4;
+  r.gpus_used = 1;
+  auto j = to_json(r);
+  EXPECT_TRUE(j["config"]["oversubscribed"].get<bool>());
+  EXPECT_EQ(j["config"]["ranks_per_gpu"], 4);
+  EXPECT_EQ(j["config"]["gpus"], 1);
+  EXPECT_EQ(j["status"], "ok");  // the status is unaffected
+  std::string s = format_summary(r, false);
+  EXPECT_NE(s.find("4 ranks on 1 GPU(s) (--oversubscribe)"), std::string::npos) << s;
+  EXPECT_NE(s.find("3.000x — not a measurement"), std::string::npos) << s;
+}
+
 TEST(Record, FailuresCarryTheirChecksAndStatus) {
   EvalRecord r = sample_record();
   r.add_check(true, "fine");

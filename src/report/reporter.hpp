@@ -29,6 +29,8 @@ struct ReportContext {
   size_t records_read = 0;
   size_t not_eval = 0;                // records of other kinds (run, sweep) left out
   std::vector<std::string> replaced;  // duplicates: which record replaced which (last wins)
+  std::vector<std::string> rejected;  // "file:line: why": lines pkb's driver did not write (record_mac.hpp)
+  size_t unsigned_kept = 0;           // records without a MAC, kept (files written before records were signed)
 };
 
 class Reporter {

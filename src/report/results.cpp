@@ -1,5 +1,7 @@
 #include "report/results.hpp"
 
+#include "report/record_mac.hpp"
+
 #include <fstream>
 
 #include "core/error.hpp"
@@ -78,6 +80,7 @@ ResultRow row_from_json(const json& j, const std::string& source) {
   r.world = static_cast<int>(number_at(config, "world").value_or(0));
   r.dtype = string_at(config, "dtype");
   r.size = string_at(config, "size");
+  if (auto it = config.find("oversubscribed"); it != config.end() && it->is_boolean()) r.oversubscribed = it->get<bool>();
   const json& timing = object_at(j, "timing");
   r.baseline_us = number_at(object_at(timing, "baseline"), "median_us");
   r.candidate_us = number_at(object_at(timing, "candidate"), "median_us");
@@ -86,12 +89,14 @@ ResultRow row_from_json(const json& j, const std::string& source) {
   return r;
 }
 
-std::vector<ResultRow> read_results(const std::filesystem::path& file) {
+std::vector<ResultRow> read_results(const std::filesystem::path& file, RecordTrust* trust) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec)) fail(Errc::not_found, "results file " + file.string() + " does not exist");
   std::ifstream in(file);
   if (!in) fail(Errc::not_found, "cannot read results file " + file.string());
   std::vector<ResultRow> rows;
+  std::vector<std::string> sources, macs;
+  std::vector<bool> valid;
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -103,8 +108,19 @@ std::vector<ResultRow> read_results(const std::filesystem::path& file) {
       fail(Errc::parse_error, source + ": not a JSON record (" + e.what() + ")");
     }
     rows.push_back(row_from_json(j, source));
+    if (trust) {
+      std::string mac = j.is_object() && j.contains("mac") && j["mac"].is_string() ? j["mac"].get<std::string>() : "";
+      sources.push_back(source);
+      valid.push_back(!mac.empty() && trust->key && record_mac(j, *trust->key) == mac);
+      macs.push_back(std::move(mac));
+    }
   }
-  return rows;
+  if (!trust) return rows;
+  auto keep = trust->decide(sources, macs, valid);
+  std::vector<ResultRow> kept;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (keep[i]) kept.push_back(std::move(rows[i]));
+  return kept;
 }
 
 }  // namespace pkb

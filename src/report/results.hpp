@@ -13,6 +13,8 @@
 
 namespace pkb {
 
+struct RecordTrust;  // report/record_mac.hpp
+
 struct ResultRow {
   std::string source;  // "results.jsonl:12", for messages
   std::string kind;    // "eval" (baseline vs candidate) or "run" (one solution alone)
@@ -30,6 +32,7 @@ struct ResultRow {
   std::optional<double> baseline_us;   // medians, microseconds per call
   std::optional<double> candidate_us;
   std::optional<double> roofline_pct;  // 100 * floor / candidate median (see roofline_percent)
+  bool oversubscribed = false;         // ranks shared GPUs: a verdict, but its timings are not performance
   std::string timestamp;
 };
 
@@ -49,6 +52,8 @@ ResultRow row_from_json(const nlohmann::json& j, const std::string& source);
 
 /// Every record of a JSON Lines file, in file order (blank lines skipped). Throws
 /// Error(not_found) for a missing file and Error(parse_error) naming file:line for a bad line.
-std::vector<ResultRow> read_results(const std::filesystem::path& file);
+/// With `trust`, each record's MAC is checked (report/record_mac.hpp): lines the driver did not
+/// write are left out and named in trust->rejected.
+std::vector<ResultRow> read_results(const std::filesystem::path& file, RecordTrust* trust = nullptr);
 
 }  // namespace pkb

@@ -13,10 +13,12 @@ Tone tone_of(Status s) {
     case Status::load_error: return Tone::build;
     case Status::runtime_error:
     case Status::crash:
-    case Status::timeout: return Tone::runtime;
+    case Status::timeout:
+    case Status::protocol_error: return Tone::runtime;
     case Status::mismatch: return Tone::wrong;
     case Status::flagged: return Tone::flagged;
-    case Status::harness_error: return Tone::harness;
+    case Status::harness_error:
+    case Status::unsupported: return Tone::harness;
   }
   return Tone::plain;
 }
@@ -100,6 +102,11 @@ Table summary_table(const Leaderboard& board, NumberStyle style) {
   t.note = "pass@k: unbiased estimator over each problem's samples; fast_p: share of problems whose best correct "
            "sample is more than p times faster than the baseline; geomean over those best correct speedups.";
   if (!config_column && configs.size() == 1) t.note = "All runs at " + *configs.begin() + ". " + t.note;
+  int oversubscribed = 0;
+  for (auto& run : board.runs) oversubscribed += run.oversubscribed;
+  if (oversubscribed > 0)
+    t.note += fmt::format(" {} record(s) ran with ranks sharing GPUs (--oversubscribe): counted for pass@k, left out "
+                          "of speedup, fast_p and roofline figures.", oversubscribed);
   return t;
 }
 
@@ -125,6 +132,10 @@ Table failures_table(const Leaderboard& board) {
   }
   if (seen.count(Status::harness_error))
     t.note = "harness_error is pkb's own failure: it is listed but not counted as an attempt of the candidate.";
+  if (seen.count(Status::unsupported))
+    t.note += std::string(t.note.empty() ? "" : " ") +
+              "unsupported: the solution asked for what its run could not give (symmetric memory with --oversubscribe); "
+              "listed, not counted as an attempt.";
   return t;
 }
 

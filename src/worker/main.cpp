@@ -100,7 +100,16 @@ int main(int argc, char** argv) {
     std::fflush(nullptr);
     _exit(1);
   } catch (const std::exception& e) {
-    report(a.fd, pkb::Status::harness_error, session.phase(), std::string("worker: ") + e.what());
+    // Once the solution is loaded it shares this process: whatever breaks here is charged to it.
+    bool candidate_ran = session.phase() != "start" && session.phase() != "setup";
+    report(a.fd, candidate_ran ? pkb::Status::runtime_error : pkb::Status::harness_error, session.phase(),
+           std::string("worker: ") + e.what());
+    std::fflush(nullptr);
+    _exit(1);
+  } catch (...) {
+    bool candidate_ran = session.phase() != "start" && session.phase() != "setup";
+    report(a.fd, candidate_ran ? pkb::Status::runtime_error : pkb::Status::harness_error, session.phase(),
+           "worker: a non-standard exception");
     std::fflush(nullptr);
     _exit(1);
   }

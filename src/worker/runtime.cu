@@ -24,8 +24,10 @@ Runtime* self(const pkb_context* ctx) { return static_cast<Runtime*>(ctx->harnes
 /// ranks their own NCCL host id, so NCCL sees W/k hosts: its LSA (load/store) team shrinks to k,
 /// traffic between the emulated hosts goes over its socket transport on loopback, and solutions see
 /// null peer pointers for ranks outside their team, as on a real multi-node job.
-void emulate_nodes(int rank) {
-  const char* k = std::getenv("PKB_EMULATE_NODES");
+/// With more ranks than GPUs (--oversubscribe) every rank is its own node: NCCL refuses two ranks of
+/// one host on the same GPU, and across hosts it never looks for duplicates.
+void emulate_nodes(int rank, bool oversubscribed) {
+  const char* k = oversubscribed ? "1" : std::getenv("PKB_EMULATE_NODES");
   if (!k || !*k) return;
   int per_node = std::atoi(k);
   if (per_node <= 0) fail(Errc::invalid_argument, "PKB_EMULATE_NODES must be a positive number of ranks per node");
@@ -42,7 +44,7 @@ Runtime::Runtime(const WorkerPlan& plan) : plan_(plan), device_(plan.device) {
   CUDA_CHECK(cudaGetDeviceProperties(&prop, plan.device));
   gpu_name_ = prop.name;
 
-  emulate_nodes(plan.rank);
+  emulate_nodes(plan.rank, plan.oversubscribed);
   NCCL_CHECK(ncclCommInitRank(&comm_, plan.world, decode_id(plan.nccl_id_hex), plan.rank));
 
   // Sub-groups, in spec order; every rank takes part in every split (color < 0: no group).
@@ -145,6 +147,11 @@ int Runtime::symmetric_alloc(pkb_context* ctx, size_t bytes, pkb_symmetric* out)
   Runtime* rt = self(ctx);
   if (!out || bytes == 0) {
     rt->error_ = "symmetric_alloc: need a non-zero size and an output struct";
+    return 1;
+  }
+  if (!rt->devcomms_ && rt->plan_.oversubscribed) {
+    rt->refused_symmetric_ = true;
+    rt->error_ = std::string("symmetric_alloc: ") + kOversubscribedSymmetric;
     return 1;
   }
   if (!rt->devcomms_) {

@@ -15,6 +15,11 @@
 
 namespace pkb::worker {
 
+/// Why symmetric memory is refused with --oversubscribe (the solution's error and the record's message).
+inline constexpr const char* kOversubscribedSymmetric =
+    "this run places several ranks on one GPU (--oversubscribe), where NCCL gives no symmetric memory and no "
+    "device communicator (ctx->devcomm is NULL); run on one GPU per rank, or fall back to NCCL collectives";
+
 class Runtime {
  public:
   /// Device, stream, NCCL init (collective), groups, cuBLAS, device communicators.
@@ -43,6 +48,8 @@ class Runtime {
   void teardown();
 
   const WorkerPlan& plan() const { return plan_; }
+  /// Whether symmetric_alloc was refused because the run is oversubscribed.
+  bool refused_symmetric_memory() const { return refused_symmetric_; }
 
  private:
   struct SymAlloc {
@@ -84,6 +91,7 @@ class Runtime {
   std::string gpu_name_;
   pkb_context ctx_{};
   bool torn_down_ = false;
+  bool refused_symmetric_ = false;
 };
 
 }  // namespace pkb::worker

@@ -38,14 +38,34 @@ void Session::enter(const std::string& phase) {
   send_message(fd_, {MsgKind::phase, json{{"phase", phase}, {"step", step_index_}}, {}});
 }
 
+/// Calls one of the solution's entry points. A C++ exception thrown out of it (the ABI is C: a
+/// solution must not throw, but a plain std::vector::at does) is the solution's runtime_error.
+template <typename F>
+int guarded(const char* what, F&& entry) {
+  try {
+    return entry();
+  } catch (const std::exception& e) {
+    throw WorkerFailure(Status::runtime_error, std::string(what) + " threw an exception out of the C ABI: " + e.what());
+  } catch (...) {
+    throw WorkerFailure(Status::runtime_error, std::string(what) + " threw a non-standard exception out of the C ABI");
+  }
+}
+
 void Session::call_run(TensorSet& in, TensorSet& out) {
-  call_entry("pkb_run", run_(rt_->ctx(), in.views.data(), static_cast<int>(in.views.size()), out.views.data(),
-                             static_cast<int>(out.views.size())));
+  call_entry("pkb_run", guarded("pkb_run", [&] {
+               return run_(rt_->ctx(), in.views.data(), static_cast<int>(in.views.size()), out.views.data(),
+                           static_cast<int>(out.views.size()));
+             }));
 }
 
 void Session::call_entry(const char* what, int rc) {
   std::string msg = rt_->take_error();
   cudaError_t async = cudaGetLastError();
+  // A solution that gives up because this run cannot give it symmetric memory (--oversubscribe)
+  // has not failed: its record says unsupported, and pass@k does not count it.
+  if (rc != 0 && rt_->refused_symmetric_memory())
+    throw WorkerFailure(Status::unsupported, std::string(what) + " returned " + std::to_string(rc) +
+                                                 " after symmetric_alloc was refused: " + kOversubscribedSymmetric);
   if (rc != 0)
     throw WorkerFailure(Status::runtime_error, std::string(what) + " returned " + std::to_string(rc) +
                                                    (msg.empty() ? "" : ": " + msg));
@@ -72,6 +92,14 @@ void Session::load_solution() {
 }
 
 void Session::run() {
+  if (plan_.oversubscribed) {
+    // More ranks than GPUs (pkb --oversubscribe): rank r takes GPU r % visible, whatever the
+    // launcher's local rank says (under mpirun it can exceed the GPUs of the host).
+    int visible = 0;
+    if (cudaGetDeviceCount(&visible) != cudaSuccess || visible < 1)
+      throw WorkerFailure(Status::harness_error, "worker setup failed: no GPU is visible to this rank");
+    plan_.device %= visible;
+  }
   cudaDeviceProp prop{};
   int driver = 0, runtime = 0, nccl = 0;
   cudaGetDeviceProperties(&prop, plan_.device);
@@ -110,12 +138,12 @@ void Session::run_step(int s) {
   step_ = &plan_.steps[s];
   rt_->set_params(step_->params);
   enter("init");
-  call_entry("pkb_init", init_(rt_->ctx()));
+  call_entry("pkb_init", guarded("pkb_init", [&] { return init_(rt_->ctx()); }));
   CUDA_CHECK(cudaDeviceSynchronize());
   for (int t = 0; t < step_->trials; ++t) run_trial(t);
   if (step_->timing.enabled) run_timing();
   enter("finalize");
-  call_entry("pkb_finalize", finalize_(rt_->ctx()));
+  call_entry("pkb_finalize", guarded("pkb_finalize", [&] { return finalize_(rt_->ctx()); }));
   CUDA_CHECK(cudaDeviceSynchronize());
 }
 

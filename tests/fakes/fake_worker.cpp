@@ -8,12 +8,22 @@
 //   garbage:R:PHASE         rank R writes bytes that are not a frame
 //   daemon:R:PHASE          rank R forks a child that keeps the channel open, then exits
 //   linger:R:PHASE          rank R forks a child that sleeps on, then carries on normally
+//   reannounce:R:PHASE      rank R announces PHASE again every 200 ms and never moves on (a
+//                           "heartbeat" that must not extend any deadline)
+//   badframe:R:PHASE        rank R sends a well-formed trial frame without its "outputs" key
+//   earlytrial:R:PHASE      rank R sends the results of trial 1 while announcing PHASE
+//   slow:R:                 rank R spends 700 ms in every phase (each within its limit)
+//   probe:R:PHASE           rank R reports (as a runtime_error) its uid, NoNewPrivs, and what came of
+//                           appending to $PKB_FAKE_VICTIM and of moving itself to the root cgroup
 // Other ranks of a failing job wait forever, as real peers stuck in a collective would.
 // PKB_FAKE_PIDS=DIR makes every process (and forked child) write its pid to DIR/<pid>.
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -87,6 +97,7 @@ int main(int argc, char** argv) {
   int step_index = 0;
   auto enter = [&](const std::string& phase) {
     send(pkb::MsgKind::phase, {{"phase", phase}, {"step", step_index}});  // as a real worker: announce, then work
+    if (mode.kind == "slow" && mode.rank == rank) std::this_thread::sleep_for(std::chrono::milliseconds(700));
     if (mode.rank == rank && mode.phase == phase) {
       if (mode.kind == "hang") hang();
       if (mode.kind == "crash") std::abort();
@@ -94,6 +105,37 @@ int main(int argc, char** argv) {
       if (mode.kind == "error") {
         send(pkb::MsgKind::error, {{"status", "runtime_error"}, {"phase", phase}, {"message", "fake failure on purpose"}});
         _exit(1);
+      }
+      if (mode.kind == "probe") {
+        std::string facts = "uid=" + std::to_string(getuid());
+        std::ifstream st("/proc/self/status");
+        for (std::string line; std::getline(st, line);)
+          if (line.rfind("NoNewPrivs:", 0) == 0) facts += " nnp=" + line.substr(line.find_last_of(" \t") + 1);
+        auto attempt = [](const char* path, const char* text) {
+          if (!path || !*path) return std::string("none");
+          FILE* f = std::fopen(path, "a");
+          if (!f) return std::string(std::strerror(errno));
+          bool ok = std::fputs(text, f) >= 0;
+          ok &= std::fclose(f) == 0;
+          return std::string(ok ? "written" : std::strerror(errno));
+        };
+        facts += " victim=" + attempt(std::getenv("PKB_FAKE_VICTIM"), "forged line\n");
+        facts += " cgroup=" + attempt("/sys/fs/cgroup/cgroup.procs", std::to_string(getpid()).c_str());
+        send(pkb::MsgKind::error, {{"status", "runtime_error"}, {"phase", phase}, {"message", facts}});
+        _exit(1);
+      }
+      if (mode.kind == "reannounce")
+        while (true) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          send(pkb::MsgKind::phase, {{"phase", phase}, {"step", step_index}});
+        }
+      if (mode.kind == "badframe") {
+        send(pkb::MsgKind::trial, {{"step", step_index}, {"trial", 0}, {"inputs", json::array()}});
+        hang();
+      }
+      if (mode.kind == "earlytrial") {
+        send(pkb::MsgKind::trial, {{"step", step_index}, {"trial", 1}, {"outputs", json::array()}, {"inputs", json::array()}});
+        hang();
       }
       if (mode.kind == "garbage") {
         (void)!write(fd, "this is not a frame at all, not even close!!", 44);
@@ -149,8 +191,9 @@ int main(int argc, char** argv) {
       for (int i = 0; i < step.timing.iters; ++i) times.push_back(0.010 + 0.001 * rank);
       json outs = json::array();
       for (auto& d : step.outputs)
-        outs.push_back({{"name", d.name}, {"digests", json::array()}, {"unwritten", json::array()}, {"nonfinite", json::array()},
-                        {"samples", 0}});
+        outs.push_back({{"name", d.name}, {"digests", json(std::vector<std::string>(step.timing.iters, "0"))},
+                        {"unwritten", json(std::vector<int>(step.timing.iters, 0))},
+                        {"nonfinite", json(std::vector<int>(step.timing.iters, 0))}, {"samples", 0}});
       send(pkb::MsgKind::timing, {{"step", step_index}, {"mode", "eager"}, {"warmup", 3}, {"iters", step.timing.iters},
                                   {"groups", 2}, {"times_ms", times}, {"span_ms", 0.02 * step.timing.iters},
                                   {"host_ms", 0.03 * step.timing.iters}, {"outputs", outs}, {"inputs", json::array()}});
