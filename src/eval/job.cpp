@@ -76,10 +76,17 @@ void validate_trial_meta(const json& b, const StepPlan& plan, bool with_inputs) 
       require(i.contains(k) && i[k].is_string(), std::string("trial: input without a string '") + k + "'");
 }
 
-/// The timing frame: counts the driver planned, arrays of one entry per timed call.
-void validate_timing(const json& b, const std::string& blob, const StepPlan& plan) {
+/// The timing frame: counts the driver planned, arrays of one entry per timed call. What the checks
+/// rest on is compared with the driver's own plan, never taken from the worker: whether the calls
+/// were checked, and how many values per output were sampled (a worker that reports 0 samples has
+/// checked nothing).
+void validate_timing(const json& b, const std::string& blob, const StepPlan& plan, int rank) {
   std::string mode = b.at("mode").get<std::string>();
   require(mode == "eager" || mode == "graph", "timing: unknown mode '" + mode + "'");
+  if (mode == "eager")
+    require(b.contains("checked") && b["checked"].is_boolean() && b["checked"].get<bool>() == plan.timing.checks,
+            std::string("timing: the calls were reported ") + (b.value("checked", false) ? "checked" : "unchecked") +
+                ", the plan says " + (plan.timing.checks ? "checked" : "unchecked"));
   int iters = b.at("iters").get<int>();
   require(iters == plan.timing.iters, "timing: " + std::to_string(iters) + " timed calls reported, " +
                                           std::to_string(plan.timing.iters) + " planned");
@@ -104,6 +111,12 @@ void validate_timing(const json& b, const std::string& blob, const StepPlan& pla
     require(o.at("digests").is_array() && o.at("digests").size() == static_cast<size_t>(iters),
             "timing: digests are not one per timed call");
     require(o.at("samples").is_number_unsigned(), "timing: samples is not a count");
+    size_t planned = plan.timing.checks ? sample_positions(plan.seed, rank, static_cast<int>(i), plan.outputs[i].numel(),
+                                                           plan.timing.samples_per_output).size()
+                                        : o.at("samples").get<size_t>();
+    require(o.at("samples").get<size_t>() == planned,
+            "timing: " + std::to_string(o.at("samples").get<size_t>()) + " sampled values of output " + std::to_string(i) +
+                " per call reported, " + std::to_string(planned) + " planned");
     sample_bytes += o.at("samples").get<size_t>() * dtype_size(plan.outputs[i].dtype) * static_cast<size_t>(iters);
   }
   require(mode == "graph" || blob.size() == sample_bytes, "timing: the sampled values are not the size the counts say");
@@ -218,7 +231,7 @@ class JobRunner {
       case MsgKind::timing: {
         StepResult& sr = step_of(m.body);
         require(s.phase == "timing" && s.step == m.body.at("step").get<int>(), "a timing frame outside the timing phase");
-        validate_timing(m.body, m.blob, cfg_.plans[r].steps[s.step]);
+        validate_timing(m.body, m.blob, cfg_.plans[r].steps[s.step], r);
         // The driver's own clock around the timed phase, an upper bound the worker cannot move: the
         // phase was announced after the channel was last seen empty, the result arrived by now.
         m.body["driver_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - s.phase_idle).count();

@@ -201,6 +201,14 @@ TEST_F(JobTest, SandboxedWorkersRunUnprivilegedAndCannotWriteTheDriversFiles) {
   EXPECT_EQ(read_all(victim), "{}\n");
 }
 
+// The sample count of the timed calls is the driver's, not the worker's: reporting none (so that
+// nothing is compared) is a protocol violation, not a pass.
+TEST_F(JobTest, TimedCallsWithoutTheirPlannedSamplesAreAProtocolError) {
+  auto r = run("nosamples");
+  EXPECT_EQ(r.status, Status::protocol_error) << r.message;
+  EXPECT_NE(r.message.find("0 sampled values of output 0 per call reported, 16 planned"), std::string::npos) << r.message;
+}
+
 TEST_F(JobTest, ResultsOutOfTheirPhaseAreAProtocolError) {
   auto r = run("earlytrial:0:trial 0");
   EXPECT_EQ(r.status, Status::protocol_error) << r.message;

@@ -13,6 +13,7 @@
 //   badframe:R:PHASE        rank R sends a well-formed trial frame without its "outputs" key
 //   earlytrial:R:PHASE      rank R sends the results of trial 1 while announcing PHASE
 //   slow:R:                 rank R spends 700 ms in every phase (each within its limit)
+//   nosamples               every rank reports its timed calls with no sampled values (nothing checked)
 //   probe:R:PHASE           rank R reports (as a runtime_error) its uid, NoNewPrivs, and what came of
 //                           appending to $PKB_FAKE_VICTIM and of moving itself to the root cgroup
 // Other ranks of a failing job wait forever, as real peers stuck in a collective would.
@@ -190,13 +191,22 @@ int main(int argc, char** argv) {
       json times = json::array();
       for (int i = 0; i < step.timing.iters; ++i) times.push_back(0.010 + 0.001 * rank);
       json outs = json::array();
-      for (auto& d : step.outputs)
+      std::string samples;
+      for (size_t o = 0; o < step.outputs.size(); ++o) {
+        auto& d = step.outputs[o];
+        // As many sampled values as the plan asks for (PKB_FAKE_MODE=nosamples: none, a cheat).
+        size_t k = mode.kind == "nosamples" ? 0
+                                            : pkb::sample_positions(step.seed, rank, static_cast<int>(o), d.numel(),
+                                                                    step.timing.samples_per_output).size();
+        samples.append(k * pkb::dtype_size(d.dtype) * static_cast<size_t>(step.timing.iters), '\0');
         outs.push_back({{"name", d.name}, {"digests", json(std::vector<std::string>(step.timing.iters, "0"))},
                         {"unwritten", json(std::vector<int>(step.timing.iters, 0))},
-                        {"nonfinite", json(std::vector<int>(step.timing.iters, 0))}, {"samples", 0}});
-      send(pkb::MsgKind::timing, {{"step", step_index}, {"mode", "eager"}, {"warmup", 3}, {"iters", step.timing.iters},
+                        {"nonfinite", json(std::vector<int>(step.timing.iters, 0))}, {"samples", k}});
+      }
+      send(pkb::MsgKind::timing, {{"step", step_index}, {"mode", "eager"}, {"checked", true}, {"warmup", 3}, {"iters", step.timing.iters},
                                   {"groups", 2}, {"times_ms", times}, {"span_ms", 0.02 * step.timing.iters},
-                                  {"host_ms", 0.03 * step.timing.iters}, {"outputs", outs}, {"inputs", json::array()}});
+                                  {"host_ms", 0.03 * step.timing.iters}, {"outputs", outs}, {"inputs", json::array()}},
+           samples);
     }
     enter("finalize");
   }
