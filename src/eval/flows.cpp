@@ -235,17 +235,16 @@ void sandbox_job(JobConfig& cfg, const std::filesystem::path& dir) {
   cfg.launch.sandbox_home = dir / "home";
   std::error_code ec;
   fs::permissions(dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec, ec);
-  auto place = [&](const fs::path& from, const fs::path& to, fs::perms mode) {
+  auto place = [&](const fs::path& from, const fs::path& to) {  // read-only, readable and executable by all
     fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
     if (ec) fail(Errc::io_error, "cannot copy " + from.string() + " into the job directory: " + ec.message());
-    fs::permissions(to, mode, ec);
+    fs::permissions(to, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec, ec);
   };
-  const auto rx = fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read | fs::perms::group_exec |
-                  fs::perms::others_read | fs::perms::others_exec;
-  place(cfg.launch.worker_argv.at(0), dir / "pkb-worker", rx);
+  place(cfg.launch.worker_argv.at(0), dir / "pkb-worker");
   cfg.launch.worker_argv[0] = (dir / "pkb-worker").string();
   if (!cfg.plans.empty()) {
-    place(cfg.plans[0].so_path, dir / "solution.so", rx);
+    place(cfg.plans[0].so_path, dir / "solution.so");
     for (auto& w : cfg.plans) w.so_path = (dir / "solution.so").string();
   }
 }
@@ -300,21 +299,23 @@ Step main_step(const EvalOptions& opts, const Prepared& p, bool timing) {
   return st;
 }
 
-void note_containment(const JobResult& job, EvalRecord& rec, const std::string& label) {
+/// How the candidate's job was contained and whom its workers ran as, with a warning where they
+/// ran as the driver's user.
+void note_isolation(const JobResult& job, EvalRecord& rec, const std::string& label) {
   rec.containment = job.containment;
   rec.sandbox = job.sandbox;
-  if (job.sandbox.rfind("not isolated", 0) == 0)
-    rec.warnings.push_back(label + " workers were " + job.sandbox + " (docs/evaluation.md, Containment)");
+  if (!job.isolated) rec.warnings.push_back(label + " workers were " + job.sandbox + " (docs/evaluation.md, Containment)");
+}
+
+void note_containment(const JobResult& job, EvalRecord& rec, const std::string& label) {
+  note_isolation(job, rec, label);
   rec.add_check(job.leftover_processes == 0, label + " processes",
                 std::to_string(job.leftover_processes) + " process(es) started by the solution were still running after its "
                 "job ended (they were killed)", nullptr, Status::flagged);
 }
 
 void apply_job_failure(const JobResult& job, EvalRecord& rec, bool is_baseline) {
-  if (!is_baseline) {  // how the failing candidate was contained belongs in its record too
-    rec.containment = job.containment;
-    rec.sandbox = job.sandbox;
-  }
+  if (!is_baseline) note_isolation(job, rec, "candidate");  // a failing candidate's record says it too
   rec.status = is_baseline ? Status::harness_error : job.status;
   rec.message = (is_baseline ? "the baseline failed: " : "") + job.message;
   rec.failed_rank = job.rank;
@@ -379,7 +380,6 @@ void dry_body(const EvalOptions& opts, const Prepared& p, EvalRecord& rec, Clock
     if (!opts.dump_dir.empty()) dump_artifacts(opts.dump_dir, p, p.inst, p.seed, sr, "");
   }
   finish_record(opts, rec, t0);
-  return;
 }
 
 void eval_body(const EvalOptions& opts, const Prepared& p, EvalRecord& rec, Clock::time_point t0) {
@@ -438,7 +438,6 @@ void eval_body(const EvalOptions& opts, const Prepared& p, EvalRecord& rec, Cloc
   if (opts.perf && rec.baseline_timing.measured && rec.candidate_timing.measured && rec.candidate_timing.us.median > 0)
     rec.speedup = rec.baseline_timing.us.median / rec.candidate_timing.us.median;
   finish_record(opts, rec, t0);
-  return;
 }
 
 }  // namespace

@@ -56,9 +56,10 @@ void require(bool ok, const std::string& what) {
   if (!ok) violation(what);
 }
 
-bool is_uint_array(const json& j, size_t n) {
-  if (!j.is_array() || j.size() != n) return false;
-  return std::all_of(j.begin(), j.end(), [](const json& x) { return x.is_number_unsigned() || x.is_number_integer(); });
+bool is_count(const json& x) { return x.is_number_unsigned() || (x.is_number_integer() && x.get<long long>() >= 0); }
+
+bool is_count_array(const json& j, size_t n) {
+  return j.is_array() && j.size() == n && std::all_of(j.begin(), j.end(), is_count);
 }
 
 /// The trial frame's metadata: everything the checks read, with the types they read it as.
@@ -102,15 +103,15 @@ void validate_timing(const json& b, const std::string& blob, const StepPlan& pla
   for (size_t i = 0; i < outs.size(); ++i) {
     const json& o = outs[i];
     if (mode == "graph") {  // one check after the replay
-      require(o.at("unwritten").is_number_unsigned() && o.at("nonfinite").is_number_unsigned(),
+      require(is_count(o.at("unwritten")) && is_count(o.at("nonfinite")),
               "timing (graph): unwritten/nonfinite are not counts");
       continue;
     }
-    require(is_uint_array(o.at("unwritten"), iters) && is_uint_array(o.at("nonfinite"), iters),
+    require(is_count_array(o.at("unwritten"), iters) && is_count_array(o.at("nonfinite"), iters),
             "timing: unwritten/nonfinite are not one count per timed call");
     require(o.at("digests").is_array() && o.at("digests").size() == static_cast<size_t>(iters),
             "timing: digests are not one per timed call");
-    require(o.at("samples").is_number_unsigned(), "timing: samples is not a count");
+    require(is_count(o.at("samples")), "timing: samples is not a count");
     size_t planned = plan.timing.checks ? sample_positions(plan.seed, rank, static_cast<int>(i), plan.outputs[i].numel(),
                                                            plan.timing.samples_per_output).size()
                                         : o.at("samples").get<size_t>();
@@ -171,6 +172,7 @@ class JobRunner {
     job_ = launcher_.launch(cfg_.launch);
     res_.containment = job_->containment();
     res_.sandbox = job_->sandbox();
+    res_.isolated = job_->isolated();
     ranks_.resize(W);
     res_.hello.resize(W);
     if (!cfg_.plans.empty())
@@ -255,10 +257,25 @@ class JobRunner {
       case MsgKind::done:
         require(s.phase == "finalize" && s.step + 1 == static_cast<int>(cfg_.plans[r].steps.size()),
                 "'done' before the last step's finalize");
+        require_all_results(r);
         s.done = true;
         break;
       case MsgKind::plan:
       case MsgKind::join: violation("a worker sent an unexpected " + std::string(to_string(m.kind)) + " message");
+    }
+  }
+
+  /// Before a rank may say it is done: every trial's results and, where timed, its timing report.
+  /// (Phases can be announced without doing their work; the results cannot be skipped.)
+  void require_all_results(int r) {
+    for (size_t si = 0; si < res_.steps.size(); ++si) {
+      const StepResult& sr = res_.steps[si];
+      for (size_t t = 0; t < sr.trials.size(); ++t)
+        require(sr.trials[t][r].meta.is_object(), "'done' without the results of step " + std::to_string(si) +
+                                                        " trial " + std::to_string(t));
+      if (cfg_.plans[r].steps[si].timing.enabled)
+        require(sr.timing.size() > static_cast<size_t>(r) && sr.timing[r].body.is_object(),
+                "'done' without the timing report of step " + std::to_string(si));
     }
   }
 

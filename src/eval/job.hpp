@@ -58,6 +58,7 @@ struct JobResult {
   std::string log_tail;                // the failing rank's log, last few KiB
   std::string containment;             // cgroup2, cgroup1 or process-group
   std::string sandbox;                 // whom the workers ran as (Job::sandbox)
+  bool isolated = false;               // not as the driver's user (Job::isolated)
   size_t leftover_processes = 0;       // processes the solution left behind after its workers ended
 };
 

@@ -209,6 +209,16 @@ TEST_F(JobTest, TimedCallsWithoutTheirPlannedSamplesAreAProtocolError) {
   EXPECT_NE(r.message.find("0 sampled values of output 0 per call reported, 16 planned"), std::string::npos) << r.message;
 }
 
+// Phases can be announced without their work; results cannot be skipped: 'done' without every
+// trial's results is the worker's protocol_error (it used to reach the checks and throw there).
+TEST_F(JobTest, DoneWithoutTheResultsIsAProtocolError) {
+  auto r = run("skipahead:1:trial 0");
+  EXPECT_EQ(r.status, Status::protocol_error) << r.message;
+  EXPECT_EQ(r.rank, 1);
+  EXPECT_NE(r.message.find("'done' without the results of step 0 trial 0"), std::string::npos) << r.message;
+  for (pid_t p : pids()) EXPECT_FALSE(alive(p));
+}
+
 TEST_F(JobTest, ResultsOutOfTheirPhaseAreAProtocolError) {
   auto r = run("earlytrial:0:trial 0");
   EXPECT_EQ(r.status, Status::protocol_error) << r.message;

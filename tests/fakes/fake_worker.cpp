@@ -14,6 +14,7 @@
 //   earlytrial:R:PHASE      rank R sends the results of trial 1 while announcing PHASE
 //   slow:R:                 rank R spends 700 ms in every phase (each within its limit)
 //   nosamples               every rank reports its timed calls with no sampled values (nothing checked)
+//   skipahead:R:PHASE       rank R announces finalize and says done on entering PHASE, without results
 //   probe:R:PHASE           rank R reports (as a runtime_error) its uid, NoNewPrivs, and what came of
 //                           appending to $PKB_FAKE_VICTIM and of moving itself to the root cgroup
 // Other ranks of a failing job wait forever, as real peers stuck in a collective would.
@@ -124,6 +125,11 @@ int main(int argc, char** argv) {
         facts += " cgroup=" + attempt("/sys/fs/cgroup/cgroup.procs", std::to_string(getpid()).c_str());
         send(pkb::MsgKind::error, {{"status", "runtime_error"}, {"phase", phase}, {"message", facts}});
         _exit(1);
+      }
+      if (mode.kind == "skipahead") {
+        send(pkb::MsgKind::phase, {{"phase", "finalize"}, {"step", step_index}});
+        send(pkb::MsgKind::done, json::object());
+        hang();
       }
       if (mode.kind == "reannounce")
         while (true) {
