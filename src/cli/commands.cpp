@@ -109,7 +109,7 @@ void print_tensors(const Instance& inst, bool inputs) {
       const TensorPlan& t = get(start);
       std::string who = start == r - 1 ? fmt::format("rank {}", start) : fmt::format("ranks {}-{}", start, r - 1);
       fmt::print("  {:<14} {:<10} {:<28} {:>10}  {}\n", t.name, who, shape_text(t.shape, t.dtype), format_bytes(static_cast<double>(t.bytes())),
-                 inputs ? input_text(t) : "");
+                 inputs ? input_text(t) : "compared: " + comparison_text(t.compare));
       start = r;
     }
   }

@@ -85,7 +85,7 @@ void check_trials(const Instance& inst, const StepResult& base, const StepResult
         const std::string& want = base.trials[t][r].outputs[o];
         identical &= got == want;
         uint64_t poison = parse_hex(cand.trials[t][r].meta.at("outputs").at(o).at("poison"));
-        CompareStats s = compare_bytes(got, want, tp.dtype, inst.tolerance, poison);
+        CompareStats s = compare_bytes(got, want, tp.dtype, tp.compare, poison);
         rec.add_check(s.ok(), trial_what(static_cast<int>(t), static_cast<int>(r), "output", tp.name) + " vs baseline",
                       s.ok() ? "" : describe_mismatch(s, tp.shape), to_json(s, tp.shape));
       }
@@ -257,7 +257,7 @@ void check_oracle(const Instance& inst, uint64_t seed, const StepResult& job, Ev
     for (size_t r = 0; r < ranks.size(); ++r)
       for (size_t o = 0; o < ranks[r].outputs.size(); ++o) {
         const TensorPlan& tp = ranks[r].outputs[o];
-        CompareStats s = compare_to_values(job.trials[t][r].outputs[o], tp.dtype, io.outputs[r][o].values, inst.tolerance);
+        CompareStats s = compare_to_values(job.trials[t][r].outputs[o], tp.dtype, io.outputs[r][o].values, tp.compare);
         rec.add_check(s.ok(), trial_what(static_cast<int>(t), static_cast<int>(r), "output", tp.name) + " vs oracle",
                       s.ok() ? "" : describe_mismatch(s, tp.shape), to_json(s, tp.shape));
       }

@@ -10,9 +10,17 @@ namespace pkb {
 
 namespace {
 
-template <typename Expected>
-CompareStats compare_core(std::string_view got, DType dtype, size_t numel, Expected&& expected, Tolerance tol,
-                          std::optional<uint64_t> poison) {
+/// Within `c`, for a finite expected value and a finite `got`.
+bool within(double got, double expected, const Comparison& c) {
+  if (c.exact()) return got == expected;
+  return std::fabs(got - expected) <= c.tol.atol + c.tol.rtol * std::fabs(expected);
+}
+
+/// `same_bits(i)`: the exact verdict for element i where doubles cannot give it (int64 beyond 2^53);
+/// nullopt elsewhere.
+template <typename Expected, typename SameBits>
+CompareStats compare_core(std::string_view got, DType dtype, size_t numel, Expected&& expected, SameBits&& same_bits,
+                          const Comparison& c, std::optional<uint64_t> poison) {
   CompareStats s;
   s.numel = numel;
   const size_t esz = dtype_size(dtype);
@@ -35,7 +43,8 @@ CompareStats compare_core(std::string_view got, DType dtype, size_t numel, Expec
       double diff = std::fabs(g - e);
       s.max_abs = std::max(s.max_abs, diff);
       if (e != 0.0) s.max_rel = std::max(s.max_rel, diff / std::fabs(e));
-      bad = diff > tol.atol + tol.rtol * std::fabs(e);
+      if (auto same = same_bits(i)) bad = !*same;
+      else bad = !within(g, e, c);
     }
     if (bad) {
       if (s.first_bad < 0) {
@@ -49,18 +58,45 @@ CompareStats compare_core(std::string_view got, DType dtype, size_t numel, Expec
   return s;
 }
 
+std::optional<bool> no_bits(size_t) { return std::nullopt; }
+
 }  // namespace
+
+bool element_ok(double got, double expected, const Comparison& c) {
+  if (std::isnan(expected)) return std::isnan(got);
+  if (std::isinf(expected)) return got == expected;
+  return std::isfinite(got) && within(got, expected, c);
+}
+
+CompareStats compare_bytes(std::string_view got, std::string_view expected, DType dtype, const Comparison& c,
+                           std::optional<uint64_t> poison) {
+  if (got.size() != expected.size()) fail(Errc::internal, "compare: sizes differ");
+  const size_t esz = dtype_size(dtype);
+  size_t numel = got.size() / esz;
+  // Exact integers compare their bits: an int64 beyond 2^53 has no exact double. (bool compares as
+  // a truth value, floats as values: -0 equals +0.)
+  bool bits = c.exact() && !is_floating(dtype) && dtype != DType::boolean;
+  auto same_bits = [&](size_t i) -> std::optional<bool> {
+    if (!bits) return std::nullopt;
+    return element_bits_at(got.data(), esz, i) == element_bits_at(expected.data(), esz, i);
+  };
+  return compare_core(got, dtype, numel, [&](size_t i) { return load_as_double(expected.data(), dtype, i); }, same_bits,
+                      c, poison);
+}
+
+CompareStats compare_to_values(std::string_view got, DType dtype, const std::vector<double>& expected, const Comparison& c,
+                               std::optional<uint64_t> poison) {
+  return compare_core(got, dtype, expected.size(), [&](size_t i) { return expected[i]; }, no_bits, c, poison);
+}
 
 CompareStats compare_bytes(std::string_view got, std::string_view expected, DType dtype, Tolerance tol,
                            std::optional<uint64_t> poison) {
-  if (got.size() != expected.size()) fail(Errc::internal, "compare: sizes differ");
-  size_t numel = got.size() / dtype_size(dtype);
-  return compare_core(got, dtype, numel, [&](size_t i) { return load_as_double(expected.data(), dtype, i); }, tol, poison);
+  return compare_bytes(got, expected, dtype, default_comparison(dtype, tol), poison);
 }
 
 CompareStats compare_to_values(std::string_view got, DType dtype, const std::vector<double>& expected, Tolerance tol,
                                std::optional<uint64_t> poison) {
-  return compare_core(got, dtype, expected.size(), [&](size_t i) { return expected[i]; }, tol, poison);
+  return compare_to_values(got, dtype, expected, default_comparison(dtype, tol), poison);
 }
 
 std::string format_index(long long flat, const std::vector<long long>& shape) {

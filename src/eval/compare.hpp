@@ -1,6 +1,7 @@
-// Element-wise comparison of an output with its expected value under the problem's tolerance:
-// |got - expected| <= atol + rtol * |expected|; NaN must meet NaN, an infinity the same infinity,
-// and an element still holding the poison pattern is "unwritten". The worst element is reported.
+// Element-wise comparison of an output with its expected value under the output's Comparison
+// (spec/spec.hpp): within a tolerance, |got - expected| <= atol + rtol * |expected|, or exact
+// (equal values; integers bit for bit). NaN must meet NaN, an infinity the same infinity, and an
+// element still holding the poison pattern is "unwritten". The worst element is reported.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -25,10 +26,20 @@ struct CompareStats {
   bool ok() const { return mismatches == 0; }
 };
 
+/// Whether one element passes: NaN meets NaN, an infinity the same infinity, any other non-finite
+/// `got` fails, else `c` decides. (The timed-call sample check; integers as doubles.)
+bool element_ok(double got, double expected, const Comparison& c);
+
 /// Compares raw output bytes with raw expected bytes of the same dtype.
-CompareStats compare_bytes(std::string_view got, std::string_view expected, DType dtype, Tolerance tol,
+CompareStats compare_bytes(std::string_view got, std::string_view expected, DType dtype, const Comparison& c,
                            std::optional<uint64_t> poison = std::nullopt);
 /// Compares raw output bytes with expected values in double precision (an oracle).
+CompareStats compare_to_values(std::string_view got, DType dtype, const std::vector<double>& expected, const Comparison& c,
+                               std::optional<uint64_t> poison = std::nullopt);
+/// The same under a problem-level tolerance, as an output that declares nothing is compared:
+/// `tol` for floating dtypes, exact for integer and bool ones (default_comparison).
+CompareStats compare_bytes(std::string_view got, std::string_view expected, DType dtype, Tolerance tol,
+                           std::optional<uint64_t> poison = std::nullopt);
 CompareStats compare_to_values(std::string_view got, DType dtype, const std::vector<double>& expected, Tolerance tol,
                                std::optional<uint64_t> poison = std::nullopt);
 

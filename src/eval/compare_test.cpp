@@ -59,6 +59,45 @@ TEST(Compare, AgainstOracleValues) {
   EXPECT_EQ(s.first_bad, 1);
 }
 
+std::string i64(std::vector<int64_t> v) { return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 8); }
+
+TEST(Compare, IntegerOutputsAreExactByDefault) {
+  // Under the problem's tolerance, 100001 vs 100000 would pass (1e-2 + 1e-2 * 1e5 = 1000): integers
+  // do not take it.
+  Tolerance problem{0.01, 0.01};
+  EXPECT_TRUE(compare_bytes(i64({7, 100000}), i64({7, 100000}), DType::i64, problem).ok());
+  auto s = compare_bytes(i64({7, 100001}), i64({7, 100000}), DType::i64, problem);
+  EXPECT_EQ(s.mismatches, 1u);
+  EXPECT_EQ(s.first_bad, 1);
+  EXPECT_FALSE(compare_to_values(i64({7, 100001}), DType::i64, {7, 100000}, problem).ok());
+  // Exact integers compare bits: 2^53 + 1 and 2^53 are one double.
+  const int64_t big = int64_t{1} << 53;
+  Comparison exact{CompareMode::exact, {0, 0}};
+  EXPECT_FALSE(compare_bytes(i64({big + 1}), i64({big}), DType::i64, exact).ok());
+  EXPECT_TRUE(compare_bytes(i64({big + 1}), i64({big + 1}), DType::i64, exact).ok());
+  // An integer output may opt into a tolerance.
+  EXPECT_TRUE(compare_bytes(i64({101}), i64({100}), DType::i64, Comparison{CompareMode::tolerance, {1, 0}}).ok());
+  EXPECT_FALSE(compare_bytes(i64({102}), i64({100}), DType::i64, Comparison{CompareMode::tolerance, {1, 0}}).ok());
+}
+
+TEST(Compare, PerOutputComparisonReplacesTheProblemsTolerance) {
+  Comparison own{CompareMode::tolerance, {1e-6, 0}};
+  EXPECT_TRUE(compare_bytes(f32({0.005f}), f32({0.0f}), DType::fp32, Tolerance{0.01, 0.01}).ok());
+  EXPECT_FALSE(compare_bytes(f32({0.005f}), f32({0.0f}), DType::fp32, own).ok());
+  EXPECT_FALSE(compare_to_values(f32({0.005f}), DType::fp32, {0.0}, own).ok());
+  Comparison exact{CompareMode::exact, {0, 0}};
+  EXPECT_FALSE(compare_bytes(f32({3.0f}), f32({3.0000002f}), DType::fp32, exact).ok());
+  EXPECT_TRUE(compare_bytes(f32({-0.0f, 3.0f}), f32({0.0f, 3.0f}), DType::fp32, exact).ok());
+  // The timed-call sample check's element rule.
+  EXPECT_TRUE(element_ok(1.0, 1.0, exact));
+  EXPECT_FALSE(element_ok(2.0, 1.0, exact));
+  EXPECT_FALSE(element_ok(1.0005, 1.0, own));
+  EXPECT_TRUE(element_ok(1.0005, 1.0, Comparison{CompareMode::tolerance, {1e-3, 0}}));
+  EXPECT_TRUE(element_ok(NAN, NAN, exact));
+  EXPECT_FALSE(element_ok(NAN, 1.0, Comparison{CompareMode::tolerance, {1e9, 0}}));
+  EXPECT_FALSE(element_ok(INFINITY, -INFINITY, own));
+}
+
 TEST(Sweep, LegendNamesTheLinkRateAndWhereItCameFrom) {
   EXPECT_EQ(link_legend({{"link_gbps", 450.0}, {"source", "datasheet"}}),
             "%link = busbw / 450 GB/s, the datasheet link rate (`pkb calibrate` measures this machine's)");

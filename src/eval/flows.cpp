@@ -79,8 +79,7 @@ Prepared prepare(const EvalOptions& opts, const std::vector<std::string>& size_c
   p.placement = place_ranks(world, p.sys.gpu_count, opts.oversubscribe);
   SizeChoice sc{opts.size, opts.size_overrides};
   p.inst = resolve(p.spec, world, sc, *dtype);
-  if (opts.atol) p.inst.tolerance.atol = *opts.atol;
-  if (opts.rtol) p.inst.tolerance.rtol = *opts.rtol;
+  override_tolerance(p.inst, opts.atol, opts.rtol);
   p.seed = opts.seed ? *opts.seed : secret_seed();
   p.calibration = load_calibration(p.sys.gpu_name, p.sys.gpu_count, p.sys.nvidia_driver);
   return p;

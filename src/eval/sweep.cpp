@@ -47,8 +47,7 @@ std::unique_ptr<Instance> instance_for(const Prepared& p, const SweepOptions& o,
       if (k != o.var) sc.overrides.emplace_back(k, x);
     try {
       auto inst = std::make_unique<Instance>(resolve(p.spec, base.world, sc, base.dtype));
-      if (o.eval.atol) inst->tolerance.atol = *o.eval.atol;
-      if (o.eval.rtol) inst->tolerance.rtol = *o.eval.rtol;
+      override_tolerance(*inst, o.eval.atol, o.eval.rtol);
       inst->size_name = format_bytes(static_cast<double>(target));
       return inst;
     } catch (const Error& e) {
@@ -105,8 +104,7 @@ std::vector<std::unique_ptr<Instance>> sweep_instances(const Prepared& p, const 
   }
   for (auto& name : classes) {
     auto inst = std::make_unique<Instance>(resolve(p.spec, p.inst.world, {name, o.eval.size_overrides}, p.inst.dtype));
-    if (o.eval.atol) inst->tolerance.atol = *o.eval.atol;
-    if (o.eval.rtol) inst->tolerance.rtol = *o.eval.rtol;
+    override_tolerance(*inst, o.eval.atol, o.eval.rtol);
     out.push_back(std::move(inst));
   }
   if (classes.empty())

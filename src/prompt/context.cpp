@@ -52,6 +52,13 @@ std::string tensor_text(const TensorPlan& t) {
   return fmt::format("{}[{}] ({})", to_string(t.dtype), dims, format_bytes(static_cast<double>(t.bytes())));
 }
 
+/// How an output is compared, where that is not the problem's tolerance the prompt states.
+std::string compare_note(const Comparison& c, const Tolerance& problem) {
+  if (c.exact()) return "; compared exactly (every element must equal the baseline's, no tolerance)";
+  if (c.tol.atol == problem.atol && c.tol.rtol == problem.rtol) return "";
+  return fmt::format("; its own tolerance: |out - ref| <= {:g} + {:g} * |ref|", c.tol.atol, c.tol.rtol);
+}
+
 /// One bullet per run of consecutive ranks whose tensor `i` has the same shape and dtype.
 std::string tensor_list(const Instance& inst, bool inputs) {
   const auto& ranks = inst.ranks;
@@ -67,6 +74,8 @@ std::string tensor_list(const Instance& inst, bool inputs) {
         out += "; values: " + dist_text(get(start).dist);
         if (get(start).dist.shared && get(start).dist.kind != DistKind::split) out += ", identical on every rank";
         if (get(start).mutable_) out += "; the reference modifies it in place (you may too; only outputs are compared)";
+      } else {
+        out += compare_note(get(start).compare, inst.tolerance);
       }
       if (!specs[i].doc.empty()) out += " — " + specs[i].doc;
       out += "\n";

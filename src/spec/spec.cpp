@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 #include "core/error.hpp"
@@ -23,13 +24,19 @@ class Reader {
     fail(Errc::parse_error, file_.string() + ": " + key + ": " + why);
   }
 
+  /// error(), with the line of `n` where the TOML parser recorded one ("spec.toml:12: key: why").
+  [[noreturn]] void error_at(const toml::node& n, const std::string& key, const std::string& why) const {
+    if (n.source().begin.line == 0) error(key, why);
+    fail(Errc::parse_error, file_.string() + ":" + std::to_string(n.source().begin.line) + ": " + key + ": " + why);
+  }
+
   void only_keys(const toml::table& t, const std::string& where, std::initializer_list<std::string_view> allowed) const {
     for (auto&& [k, v] : t) {
       if (std::find(allowed.begin(), allowed.end(), k.str()) == allowed.end()) {
         std::string list;
         for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-        error(where.empty() ? std::string(k.str()) : where + "." + std::string(k.str()),
-              "unknown key (allowed: " + list + ")");
+        error_at(v, where.empty() ? std::string(k.str()) : where + "." + std::string(k.str()),
+                 "unknown key (allowed: " + list + ")");
       }
     }
   }
@@ -54,13 +61,6 @@ class Reader {
     }
     if (auto v = n->value<int64_t>(); v && n->is_integer()) return *v;
     error(join(where, key), "must be an integer");
-  }
-
-  double number(const toml::table& t, const std::string& where, std::string_view key, double fallback) const {
-    auto n = t.get(key);
-    if (!n) return fallback;
-    if (n->is_integer() || n->is_floating_point()) return *n->value<double>();
-    error(join(where, key), "must be a number");
   }
 
   /// A number, or a string holding an expression.
@@ -162,10 +162,69 @@ DistSpec parse_dist(const Reader& r, const toml::node* n, const std::string& whe
   return d;
 }
 
+/// One level of a tolerance table: atol and rtol (finite, >= 0) and, where `by_dtype` is given,
+/// per-dtype sub-tables of the same keys.
+void parse_tolerance_level(const Reader& r, const toml::table& t, const std::string& where, ToleranceSpec::Pair& out,
+                           std::vector<std::pair<DType, ToleranceSpec::Pair>>* by_dtype) {
+  for (auto&& [k, v] : t) {
+    std::string key(k.str()), w = where + "." + key;
+    if (key == "atol" || key == "rtol") {
+      if (!v.is_integer() && !v.is_floating_point()) r.error_at(v, w, "must be a number");
+      double x = *v.value<double>();
+      if (!std::isfinite(x) || x < 0) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "must be a finite number >= 0, not %g", x);
+        r.error_at(v, w, buf);
+      }
+      (key == "atol" ? out.atol : out.rtol) = x;
+      continue;
+    }
+    auto d = by_dtype ? parse_dtype(key) : std::nullopt;
+    if (!d || !v.is_table())
+      r.error_at(v, w, by_dtype ? "unknown key (atol, rtol, or a per-dtype table such as " + where + ".fp32)"
+                                : "unknown key (atol, rtol)");
+    for (auto& [seen, p] : *by_dtype)
+      if (seen == *d) r.error_at(v, w, "a second table for dtype " + std::string(to_string(*d)));
+    ToleranceSpec::Pair sub;
+    parse_tolerance_level(r, *v.as_table(), w, sub, nullptr);
+    by_dtype->emplace_back(*d, sub);
+  }
+}
+
+/// A tolerance table: { atol = ..., rtol = ..., fp32 = { atol = ... } }, the problem's [tolerance]
+/// or an output's `tolerance`. Keys left out stay unset (the caller decides the fallback).
+ToleranceSpec parse_tolerance_table(const Reader& r, const toml::node& n, const std::string& where) {
+  auto t = n.as_table();
+  if (!t) r.error_at(n, where, "must be a table { atol = ..., rtol = ... }, optionally with per-dtype tables such as " + where + ".fp32");
+  ToleranceSpec ts;
+  parse_tolerance_level(r, *t, where, ts.all, &ts.by_dtype);
+  return ts;
+}
+
+/// An output's comparison keys: `compare = "exact" | "tolerance"` and its own `tolerance` table.
+void parse_output_compare(const Reader& r, const toml::table& t, const std::string& where, TensorSpec& ts) {
+  for (auto key : {"atol", "rtol"})
+    if (auto v = t.get(key))
+      r.error_at(*v, where + "." + key, "an output's own tolerance is a table: tolerance = { " + std::string(key) + " = ... }");
+  r.only_keys(t, where, {"name", "dtype", "shape", "shape_if", "compare", "tolerance", "doc"});
+  if (auto c = t.get("compare")) {
+    auto v = c->value<std::string>();
+    if (!v || (*v != "exact" && *v != "tolerance"))
+      r.error_at(*c, where + ".compare",
+                 "must be \"exact\" (equal values; the default for integer and bool outputs) or \"tolerance\"");
+    ts.compare = *v == "exact" ? CompareMode::exact : CompareMode::tolerance;
+  }
+  if (auto tol = t.get("tolerance")) {
+    ts.tolerance = parse_tolerance_table(r, *tol, where + ".tolerance");
+    if (ts.compare == CompareMode::exact)
+      r.error_at(*tol, where + ".tolerance", "this output has compare = \"exact\", which takes no tolerance");
+  }
+}
+
 TensorSpec parse_tensor(const Reader& r, const toml::table& t, const std::string& where, bool is_input) {
-  if (is_input) r.only_keys(t, where, {"name", "dtype", "shape", "shape_if", "init", "shared", "mutable", "doc"});
-  else r.only_keys(t, where, {"name", "dtype", "shape", "shape_if", "doc"});
   TensorSpec ts;
+  if (is_input) r.only_keys(t, where, {"name", "dtype", "shape", "shape_if", "init", "shared", "mutable", "doc"});
+  else parse_output_compare(r, t, where, ts);
   ts.name = r.str(t, where, "name", true);
   ts.dtype = r.str(t, where, "dtype", false, "D");
   if (ts.dtype != "D" && !parse_dtype(ts.dtype)) r.error(where + ".dtype", "unknown dtype '" + ts.dtype + "'");
@@ -289,24 +348,15 @@ void parse_sizes(const Reader& r, const toml::table& root, Spec& s) {
   if (!s.find_size(s.default_size)) r.error("default_size", "no size class named '" + s.default_size + "'");
 }
 
+/// [tolerance]: a per-dtype table's missing key comes from the top level, then from the default
+/// 1e-2 (the top level is read first, so that [tolerance.fp32] atol = 1e-5 keeps the top-level rtol).
 void parse_tolerance(const Reader& r, const toml::table& root, Spec& s) {
   auto n = root.get("tolerance");
   if (!n) return;
-  auto t = n->as_table();
-  if (!t) r.error("tolerance", "must be a table { atol = ..., rtol = ... }");
-  for (auto&& [k, v] : *t) {
-    std::string key(k.str());
-    if (key == "atol" || key == "rtol") continue;
-    auto d = parse_dtype(key);
-    auto sub = v.as_table();
-    if (!d || !sub) r.error("tolerance." + key, "unknown key (atol, rtol, or a per-dtype table such as [tolerance.fp32])");
-    r.only_keys(*sub, "tolerance." + key, {"atol", "rtol"});
-    Tolerance tol{r.number(*sub, "tolerance." + key, "atol", s.tolerance.atol),
-                  r.number(*sub, "tolerance." + key, "rtol", s.tolerance.rtol)};
-    s.tolerance_by_dtype.emplace_back(*d, tol);
-  }
-  s.tolerance.atol = r.number(*t, "tolerance", "atol", 1e-2);
-  s.tolerance.rtol = r.number(*t, "tolerance", "rtol", 1e-2);
+  ToleranceSpec ts = parse_tolerance_table(r, *n, "tolerance");
+  s.tolerance = {ts.all.atol.value_or(1e-2), ts.all.rtol.value_or(1e-2)};
+  for (auto& [d, p] : ts.by_dtype)
+    s.tolerance_by_dtype.emplace_back(d, Tolerance{p.atol.value_or(s.tolerance.atol), p.rtol.value_or(s.tolerance.rtol)});
 }
 
 void parse_roofline(const Reader& r, const toml::table& root, Spec& s) {
@@ -360,6 +410,38 @@ Tolerance Spec::tolerance_for(DType d) const {
   for (auto& [k, t] : tolerance_by_dtype)
     if (k == d) return t;
   return tolerance;
+}
+
+Comparison Spec::comparison_for(size_t o, DType out, DType d) const {
+  const TensorSpec& t = outputs.at(o);
+  CompareMode mode = t.compare.value_or(is_floating(out) || !t.tolerance.empty() ? CompareMode::tolerance : CompareMode::exact);
+  if (mode == CompareMode::exact) return {CompareMode::exact, {0, 0}};
+  Tolerance base = is_floating(out) ? tolerance_for(d) : Tolerance{0, 0};
+  ToleranceSpec::Pair p = t.tolerance.all;
+  for (auto& [k, v] : t.tolerance.by_dtype)
+    if (k == d) {
+      if (v.atol) p.atol = v.atol;
+      if (v.rtol) p.rtol = v.rtol;
+    }
+  return {CompareMode::tolerance, {p.atol.value_or(base.atol), p.rtol.value_or(base.rtol)}};
+}
+
+std::string comparison_text(const Comparison& c) {
+  if (c.exact()) return "exact";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "atol %g, rtol %g", c.tol.atol, c.tol.rtol);
+  return buf;
+}
+
+void override_tolerance(Instance& inst, std::optional<double> atol, std::optional<double> rtol) {
+  auto apply = [&](Tolerance& t) {
+    if (atol) t.atol = *atol;
+    if (rtol) t.rtol = *rtol;
+  };
+  apply(inst.tolerance);
+  for (auto& rp : inst.ranks)
+    for (auto& tp : rp.outputs)
+      if (!tp.compare.exact() && is_floating(tp.dtype)) apply(tp.compare.tol);
 }
 
 Spec load_spec(const std::filesystem::path& dir) {
@@ -597,7 +679,10 @@ Instance resolve(const Spec& spec, int world, const SizeChoice& size, DType dtyp
     rp.rank = r;
     Vars rv = rank_vars(inst, r);
     for (auto& t : spec.inputs) rp.inputs.push_back(resolve_tensor(spec, t, rv, dtype, true));
-    for (auto& t : spec.outputs) rp.outputs.push_back(resolve_tensor(spec, t, rv, dtype, false));
+    for (size_t o = 0; o < spec.outputs.size(); ++o) {
+      rp.outputs.push_back(resolve_tensor(spec, spec.outputs[o], rv, dtype, false));
+      rp.outputs.back().compare = spec.comparison_for(o, rp.outputs.back().dtype, dtype);
+    }
     for (auto& g : spec.groups)
       rp.groups.push_back({g.name, static_cast<int>(g.color.eval_int(rv)), static_cast<int>(g.key.eval_int(rv))});
     inst.ranks.push_back(std::move(rp));

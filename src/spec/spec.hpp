@@ -24,6 +24,43 @@ struct ShapeCase {
   std::vector<Expr> shape;
 };
 
+struct Tolerance {
+  double atol = 1e-2, rtol = 1e-2;
+};
+
+/// A tolerance table as written in spec.toml: atol and rtol, each optional, plus per-dtype tables
+/// keyed by the benchmark dtype D ([tolerance.fp32], or an output's `tolerance.fp32`).
+struct ToleranceSpec {
+  struct Pair {
+    std::optional<double> atol, rtol;
+  };
+  Pair all;
+  std::vector<std::pair<DType, Pair>> by_dtype;
+  bool empty() const { return !all.atol && !all.rtol && by_dtype.empty(); }
+};
+
+/// How an output is compared with its expected value.
+enum class CompareMode {
+  tolerance,  // |got - expected| <= atol + rtol * |expected|
+  exact,      // equal values (integers: equal bits); NaN meets NaN, an infinity the same infinity
+};
+
+/// An output's comparison, resolved for one benchmark dtype.
+struct Comparison {
+  CompareMode mode = CompareMode::tolerance;
+  Tolerance tol;  // used when mode == tolerance
+  bool exact() const { return mode == CompareMode::exact; }
+};
+
+/// What an output that declares nothing gets: `problem` for floating dtypes, exact for integer and
+/// bool outputs (a tolerance such as 1e-2 + 1e-2 * |ref| would let a count of 1000 be off by 10).
+inline Comparison default_comparison(DType d, Tolerance problem) {
+  return is_floating(d) ? Comparison{CompareMode::tolerance, problem} : Comparison{CompareMode::exact, {0, 0}};
+}
+
+/// "exact" or "atol 1e-05, rtol 0.01", for `pkb show` and prompts.
+std::string comparison_text(const Comparison& c);
+
 struct TensorSpec {
   std::string name;
   std::string dtype = "D";  // "D" (the benchmark dtype) or a fixed dtype name
@@ -32,6 +69,8 @@ struct TensorSpec {
   DistSpec init;                    // inputs only
   bool shared = false;              // inputs only: the same values on every rank
   bool mutable_ = false;            // inputs only: the problem modifies it in place (PKB semantics)
+  std::optional<CompareMode> compare;  // outputs only: `compare = "exact" | "tolerance"`, else the default
+  ToleranceSpec tolerance;             // outputs only: the output's own tolerance table
   std::string doc;
 };
 
@@ -49,10 +88,6 @@ struct SizeClass {
 struct Constraint {
   Expr expr;
   std::string message;
-};
-
-struct Tolerance {
-  double atol = 1e-2, rtol = 1e-2;
 };
 
 /// Expressions for the performance model; each carries its derivation as a comment in spec.toml.
@@ -89,7 +124,13 @@ struct Spec {
   /// Error(invalid_argument) with the allowed range / list unless `world` / `d` is supported.
   void require_world(int world) const;
   void require_dtype(DType d) const;
+  /// The problem-level tolerance for benchmark dtype `d`: [tolerance.<d>], each key falling back to
+  /// [tolerance], then to 1e-2.
   Tolerance tolerance_for(DType d) const;
+  /// How output `o` (of dtype `out`) is compared when the benchmark dtype is `d`. A tolerance key
+  /// comes from the first of: the output's `tolerance.<d>`, the output's `tolerance`, then, for a
+  /// floating output, tolerance_for(d); for an integer or bool output, 0.
+  Comparison comparison_for(size_t o, DType out, DType d) const;
   std::filesystem::path reference_path() const { return dir / "reference.cu"; }
 };
 
@@ -108,6 +149,7 @@ struct TensorPlan {
   std::vector<long long> shape;
   Dist dist;             // inputs only
   bool mutable_ = false;  // inputs only: may be modified by a call (regenerated before every call)
+  Comparison compare;     // outputs only: how it is compared (Spec::comparison_for)
   size_t numel() const;
   size_t bytes() const { return numel() * dtype_size(dtype); }
 };
@@ -136,12 +178,16 @@ struct Instance {
   std::string size_name;
   Vars vars;  // W, e, sizes, params (rank-independent)
   std::vector<RankPlan> ranks;
-  Tolerance tolerance;
+  Tolerance tolerance;  // the problem-level tolerance (outputs carry their own, TensorPlan::compare)
 };
 
 /// Resolves `spec`; throws Error(invalid_argument) with a one-line reason when the combination is
 /// not allowed (world size out of range, unsupported dtype, a constraint such as M % W == 0).
 Instance resolve(const Spec& spec, int world, const SizeChoice& size, DType dtype);
+
+/// The --atol / --rtol override: replaces inst.tolerance's and every floating output's atol / rtol
+/// where one is given (outputs compared exactly stay exact).
+void override_tolerance(Instance& inst, std::optional<double> atol, std::optional<double> rtol);
 
 /// The variables visible to expressions of rank `rank`.
 Vars rank_vars(const Instance& inst, int rank);

@@ -258,6 +258,115 @@ name = "send"
   }
 }
 
+const char* kCounts = R"(
+id = 26
+name = "counts"
+pattern = "p"
+summary = "s"
+dtypes = ["bf16", "fp32"]
+default_size = "default"
+[[sizes]]
+name = "default"
+M = 64
+[[inputs]]
+name = "x"
+shape = ["M"]
+[[outputs]]
+name = "splits"
+dtype = "int64"
+shape = ["W"]
+[[outputs]]
+name = "y"
+shape = ["M"]
+[[outputs]]
+name = "v"
+shape = ["M"]
+tolerance = { atol = 1e-6, fp32 = { rtol = 1e-4 } }
+[[outputs]]
+name = "counts"
+dtype = "fp32"
+shape = ["M"]
+compare = "exact"
+[[outputs]]
+name = "ids"
+dtype = "int32"
+shape = ["M"]
+tolerance = { atol = 1 }
+[tolerance]
+atol = 0.5
+rtol = 0.25
+[tolerance.fp32]
+atol = 1e-5
+)";
+
+TEST_F(SpecTest, OutputsCarryTheirComparison) {
+  Spec s = load_spec(write("26_counts", kCounts));
+  Instance bf = resolve(s, 2, {}, DType::bf16);
+  const auto& o = bf.ranks[1].outputs;
+  EXPECT_TRUE(o[0].compare.exact());  // int64, nothing declared: exact
+  EXPECT_FALSE(o[1].compare.exact());
+  EXPECT_DOUBLE_EQ(o[1].compare.tol.atol, 0.5);  // the problem's
+  EXPECT_DOUBLE_EQ(o[1].compare.tol.rtol, 0.25);
+  EXPECT_DOUBLE_EQ(o[2].compare.tol.atol, 1e-6);  // its own atol, instead of the problem's 0.5
+  EXPECT_DOUBLE_EQ(o[2].compare.tol.rtol, 0.25);  // the problem's rtol
+  EXPECT_TRUE(o[3].compare.exact());              // fp32, compare = "exact"
+  EXPECT_FALSE(o[4].compare.exact());             // int32 with its own tolerance
+  EXPECT_DOUBLE_EQ(o[4].compare.tol.atol, 1.0);
+  EXPECT_DOUBLE_EQ(o[4].compare.tol.rtol, 0.0);  // an integer output never takes the problem's
+  EXPECT_EQ(comparison_text(o[0].compare), "exact");
+  EXPECT_EQ(comparison_text(o[2].compare), "atol 1e-06, rtol 0.25");
+
+  Instance f32 = resolve(s, 2, {}, DType::fp32);
+  const auto& p = f32.ranks[0].outputs;
+  // [tolerance.fp32] sets only atol: its rtol comes from [tolerance] (it used to be the default 1e-2).
+  EXPECT_DOUBLE_EQ(f32.tolerance.atol, 1e-5);
+  EXPECT_DOUBLE_EQ(f32.tolerance.rtol, 0.25);
+  EXPECT_DOUBLE_EQ(p[1].compare.tol.rtol, 0.25);
+  EXPECT_DOUBLE_EQ(p[2].compare.tol.atol, 1e-6);  // the output's atol over [tolerance.fp32]'s
+  EXPECT_DOUBLE_EQ(p[2].compare.tol.rtol, 1e-4);  // the output's tolerance.fp32
+
+  // --atol / --rtol: every floating output compared by tolerance; exact and integer ones stay.
+  override_tolerance(bf, 0.125, std::nullopt);
+  EXPECT_DOUBLE_EQ(bf.tolerance.atol, 0.125);
+  for (auto& rp : bf.ranks) {
+    EXPECT_DOUBLE_EQ(rp.outputs[1].compare.tol.atol, 0.125);
+    EXPECT_DOUBLE_EQ(rp.outputs[2].compare.tol.atol, 0.125);
+    EXPECT_DOUBLE_EQ(rp.outputs[2].compare.tol.rtol, 0.25);
+    EXPECT_TRUE(rp.outputs[0].compare.exact());
+    EXPECT_TRUE(rp.outputs[3].compare.exact());
+    EXPECT_DOUBLE_EQ(rp.outputs[4].compare.tol.atol, 1.0);
+  }
+}
+
+TEST_F(SpecTest, BadComparisonKeysAreNamedWithTheirLine) {
+  struct Case {
+    std::string edit_from, edit_to, expect;
+  };
+  std::vector<Case> cases{
+      {"compare = \"exact\"", "compare = \"fuzzy\"", "spec.toml:29: outputs[3].compare: must be \"exact\""},
+      {"compare = \"exact\"", "compare = true", "outputs[3].compare: must be"},
+      {"compare = \"exact\"", "compare = \"exact\"\ntolerance = { atol = 0 }", "outputs[3].tolerance: this output has compare = \"exact\""},
+      {"tolerance = { atol = 1 }", "tolerance = { atol = -1 }", "outputs[4].tolerance.atol: must be a finite number >= 0, not -1"},
+      {"tolerance = { atol = 1 }", "tolerance = { atol = \"1\" }", "outputs[4].tolerance.atol: must be a number"},
+      {"tolerance = { atol = 1 }", "tolerance = { atl = 1 }", "outputs[4].tolerance.atl: unknown key"},
+      {"tolerance = { atol = 1 }", "tolerance = 1", "outputs[4].tolerance: must be a table"},
+      {"tolerance = { atol = 1 }", "atol = 1", "outputs[4].atol: an output's own tolerance is a table"},
+      {"fp32 = { rtol = 1e-4 }", "fp32 = { rtol = 1e-4, fp16 = { atol = 1 } }", "outputs[2].tolerance.fp32.fp16: unknown key (atol, rtol)"},
+      {"fp32 = { rtol = 1e-4 }", "fp33 = { rtol = 1e-4 }", "outputs[2].tolerance.fp33: unknown key"},
+      {"[tolerance.fp32]\natol = 1e-5", "[tolerance.fp32]\natol = nan", "tolerance.fp32.atol: must be a finite number >= 0"},
+      {"rtol = 0.25", "rtol = -0.25", "spec.toml:37: tolerance.rtol: must be a finite number >= 0"},
+      {"name = \"ids\"", "name = \"ids\"\nexact = true", "outputs[4].exact: unknown key"},
+  };
+  for (auto& c : cases) {
+    std::string text = kCounts;
+    auto pos = text.find(c.edit_from);
+    ASSERT_NE(pos, std::string::npos) << c.edit_from;
+    text.replace(pos, c.edit_from.size(), c.edit_to);
+    std::string err = error_of(write("26_counts", text));
+    EXPECT_NE(err.find(c.expect), std::string::npos) << "expected '" << c.expect << "' in: " << err;
+  }
+}
+
 TEST(TensorPlanListing, RanksListTogetherOnlyWhenDrawnAlike) {
   TensorPlan a;
   a.shape = {4, 8};
