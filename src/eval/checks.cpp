@@ -7,6 +7,7 @@
 #include "core/poison.hpp"
 #include "eval/compare.hpp"
 #include "eval/internal.hpp"
+#include "proto/plan.hpp"
 #include "roofline/roofline.hpp"
 #include "spec/oracle.hpp"
 
@@ -112,8 +113,17 @@ std::vector<SampleView> sample_views(const RankTiming& rt, const RankPlan& plan,
     v.push_back({&rt.samples, off, k, esz});
     off += k * esz * static_cast<size_t>(iters);
   }
-  if (off != rt.samples.size()) throw Error(Errc::protocol_error, "timing: sample bytes do not match the plan");
+  if (off > rt.samples.size()) throw Error(Errc::protocol_error, "timing: sample bytes do not match the plan");
   return v;
+}
+
+/// Where the fully checked calls' outputs start in a rank's timing blob (after the samples).
+size_t full_offset(const RankTiming& rt, const RankPlan& plan, int iters) {
+  size_t off = 0;
+  for (size_t o = 0; o < plan.outputs.size(); ++o)
+    off += rt.body.at("outputs").at(o).at("samples").get<size_t>() * dtype_size(plan.outputs[o].dtype) *
+           static_cast<size_t>(iters);
+  return off;
 }
 
 }  // namespace
@@ -134,17 +144,27 @@ void check_timed_calls(const Instance& inst, const StepResult& base, const StepR
       std::string what = "timed calls rank " + std::to_string(r) + " output '" + tp.name + "'";
       int bad_calls = 0, first_bad = -1;
       std::string first_msg;
+      // What the worker committed when each call returned, before it learnt which values would be
+      // compared; the report at the end of the phase must agree with it.
+      const std::vector<CallCommit>* commits =
+          cand.calls.size() > r && cand.calls[r].size() == static_cast<size_t>(iters) ? &cand.calls[r] : nullptr;
       for (int i = 0; i < iters; ++i) {
         std::string msg;
         auto unw = co.at("unwritten").at(i).get<unsigned long long>();
         auto nf = co.at("nonfinite").at(i).get<unsigned long long>();
-        if (unw) msg = std::to_string(unw) + " elements never written";
+        if (commits) {
+          const CallCommit& cc = (*commits)[static_cast<size_t>(i)];
+          unw = std::max(unw, cc.unwritten.at(o));
+          nf = std::max(nf, cc.nonfinite.at(o));
+        }
+        if (commits && (*commits)[static_cast<size_t>(i)].digests.at(o) != co.at("digests").at(i).get<std::string>())
+          msg = "the output changed after pkb_run returned (work left running, or peers writing after this rank's call)";
+        else if (unw) msg = std::to_string(unw) + " elements never written";
         else if (nf > bo.at("nonfinite").at(i).get<unsigned long long>()) msg = std::to_string(nf) + " elements are NaN or Inf";
         else {
           for (size_t j = 0; j < cv[o].k; ++j) {
             double g = cv[o].at(static_cast<size_t>(i), j, tp.dtype), e = bv[o].at(static_cast<size_t>(i), j, tp.dtype);
-            double tol = inst.tolerance.atol + inst.tolerance.rtol * std::fabs(e);
-            bool ok = std::isnan(e) ? std::isnan(g) : (std::isinf(e) ? g == e : std::fabs(g - e) <= tol);
+            bool ok = element_ok(g, e, tp.compare);
             if (!ok) {
               char buf[160];
               std::snprintf(buf, sizeof buf, "sampled element %zu: got %.6g, expected %.6g", j, g, e);
@@ -167,6 +187,31 @@ void check_timed_calls(const Instance& inst, const StepResult& base, const StepR
                                     std::to_string(first_bad) + ": " + first_msg
                               : "");
     }
+    // The fully checked calls: every element against the baseline's same call, and the bytes must be
+    // what the worker fingerprinted when the call returned (committed before it knew the call was one).
+    if (!cand.full_calls.empty() && cand.full_calls == base.full_calls) {
+      size_t coff = full_offset(ct, ranks[r], iters), boff = full_offset(bt, ranks[r], iters);
+      for (int call : cand.full_calls)
+        for (size_t o = 0; o < ranks[r].outputs.size(); ++o) {
+          const TensorPlan& tp = ranks[r].outputs[o];
+          size_t n = tp.bytes();
+          if (coff + n > ct.samples.size() || boff + n > bt.samples.size())
+            throw Error(Errc::protocol_error, "timing: the fully checked outputs are shorter than the plan says");
+          std::string_view got(ct.samples.data() + coff, n), want(bt.samples.data() + boff, n);
+          coff += n;
+          boff += n;
+          std::string what = "timed call " + std::to_string(call) + " rank " + std::to_string(r) + " output '" + tp.name + "'";
+          if (cand.calls.size() > r && cand.calls[r].size() > static_cast<size_t>(call)) {
+            uint64_t committed = std::stoull(cand.calls[r][static_cast<size_t>(call)].digests.at(o), nullptr, 16);
+            rec.add_check(digest_bytes(got.data(), got.size()) == committed, what + " transfer",
+                          "the bytes reported differ from the fingerprint committed when the call returned", nullptr,
+                          Status::flagged);
+          }
+          CompareStats cs = compare_bytes(got, want, tp.dtype, tp.compare);
+          rec.add_check(cs.ok(), what + " (every element) vs baseline", cs.ok() ? "" : describe_mismatch(cs, tp.shape),
+                        to_json(cs, tp.shape));
+        }
+    }
     for (size_t i = 0; i < ranks[r].inputs.size(); ++i) {
       if (ranks[r].inputs[i].mutable_) continue;
       const json& ci = ct.body.at("inputs").at(i);
@@ -187,10 +232,23 @@ SideTiming summarize_timing(const StepResult& job, EvalRecord& rec, const std::s
     const json& b = job.timing[r].body;
     std::vector<double> us;
     double sum_ms = 0;
-    for (auto& x : b.at("times_ms")) {
-      us.push_back(x.get<double>() * 1000.0);
-      sum_ms += x.get<double>();
+    // The times that count are those committed call by call (the report at the end must repeat them).
+    bool committed = job.calls.size() > r && job.calls[r].size() == b.at("times_ms").size();
+    size_t differ = 0;
+    for (size_t i = 0; i < b.at("times_ms").size(); ++i) {
+      double ms = b["times_ms"][i].get<double>();
+      if (committed) {
+        double c = job.calls[r][i].time_ms;
+        differ += std::fabs(c - ms) > 1e-6 * std::max(1.0, c);
+        ms = c;
+      }
+      us.push_back(ms * 1000.0);
+      sum_ms += ms;
     }
+    if (committed)
+      rec.add_check(differ == 0, label + " timing report rank " + std::to_string(r),
+                    std::to_string(differ) + " call times in the final report differ from those committed as the calls ran",
+                    nullptr, Status::flagged);
     double span = b.at("span_ms").get<double>(), host = b.at("host_ms").get<double>();
     double driver = b.value("driver_ms", 1e300);
     st.span_ms = std::max(st.span_ms, span);
@@ -211,6 +269,34 @@ SideTiming summarize_timing(const StepResult& job, EvalRecord& rec, const std::s
   }
   st.per_iter_us = max_over_ranks(per_rank);
   st.us = summarize(st.per_iter_us);
+  // The driver's clock around every timed call: from the last rank's grant of the call's seed to the
+  // last rank's commit. Every rank's call lies inside that window (no rank can start before its seed
+  // arrived, or before the barrier that needs every rank), so no call can be longer than it; what is
+  // left over is the harness's per-call overhead, which honest solutions share (compare_overheads).
+  if (!job.calls.empty() && std::all_of(job.calls.begin(), job.calls.end(),
+                                        [&](const auto& c) { return c.size() == st.per_iter_us.size(); })) {
+    std::vector<double> over;
+    size_t longer = 0;
+    double worst = 0;
+    for (size_t i = 0; i < st.per_iter_us.size(); ++i) {
+      double granted = 0, received = 0;
+      for (auto& rank_calls : job.calls) {
+        granted = std::max(granted, rank_calls[i].granted_s);
+        received = std::max(received, rank_calls[i].received_s);
+      }
+      double window_us = (received - granted) * 1e6;
+      over.push_back(window_us - st.per_iter_us[i]);
+      if (st.per_iter_us[i] > window_us + 20.0) {  // 20 us: the two clocks' resolution and skew
+        ++longer;
+        worst = std::max(worst, st.per_iter_us[i] - window_us);
+      }
+    }
+    st.driver_overhead_us = summarize(over).median;
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "%zu timed calls reported longer than the driver's clock around them (by up to %.1f us)",
+                  longer, worst);
+    rec.add_check(longer == 0, label + " timing vs the driver's clock", longer ? buf : "", nullptr, Status::flagged);
+  }
   st.iters = job.timing[0].body.at("iters").get<int>();
   st.warmup = job.timing[0].body.at("warmup").get<int>();
   st.groups = job.timing[0].body.at("groups").get<int>();
@@ -218,9 +304,29 @@ SideTiming summarize_timing(const StepResult& job, EvalRecord& rec, const std::s
   return st;
 }
 
+void compare_overheads(EvalRecord& rec, bool oversubscribed) {
+  double b = rec.baseline_timing.driver_overhead_us, c = rec.candidate_timing.driver_overhead_us;
+  if (b < 0 || c < 0) return;
+  // Work a solution does outside its timed interval (between calls, or hidden by a forged time)
+  // lengthens the driver's window around the call but not the reported time. Honest solutions of
+  // one problem share the harness's overhead; the margin absorbs host jitter.
+  double limit = 1.5 * b + 100.0;
+  if (c <= limit) return;
+  char buf[240];
+  std::snprintf(buf, sizeof buf,
+                "the driver's clock around each call exceeds the reported time by %.1f us (median), against %.1f us for "
+                "the baseline: work done outside the timed interval, or times reported short",
+                c, b);
+  if (oversubscribed) {  // ranks sharing a GPU: the socket transport's jitter makes this a hint only
+    rec.warnings.push_back(std::string("timing vs the driver's clock: ") + buf);
+    return;
+  }
+  rec.add_check(false, "candidate timing vs the driver's clock", buf, nullptr, Status::flagged);
+}
+
 std::string generate_input(const TensorPlan& tp, uint64_t seed, uint64_t trial, int rank, size_t i) {
   std::string host(tp.bytes(), '\0');
-  uint64_t key = input_key(seed, trial, static_cast<uint64_t>(rank), i, tp.dist);
+  uint64_t key = input_key(stream_seed(seed, trial), trial, static_cast<uint64_t>(rank), i, tp.dist);
   for (size_t e = 0; e < tp.numel(); ++e) generate_element(host.data(), tp.dtype, tp.dist, key, e);
   return host;
 }

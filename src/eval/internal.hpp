@@ -44,7 +44,7 @@ struct Step {
   TimingPlan timing;
 };
 
-/// The timing plan for an instance: input groups sized from the largest rank's inputs and L2.
+/// The timing plan for an instance (warm-up, timed calls, checks).
 TimingPlan timing_plan(const EvalOptions& opts, const Prepared& p, const Instance& inst, bool enabled);
 
 /// Plans for every rank of one job.
@@ -67,6 +67,8 @@ void check_oracle(const Instance& inst, uint64_t seed, const StepResult& job, Ev
 std::string generate_input(const TensorPlan& tp, uint64_t seed, uint64_t trial, int rank, size_t i);
 /// Per-iteration slowest-rank times and plausibility of one side's timing.
 SideTiming summarize_timing(const StepResult& job, EvalRecord& rec, const std::string& label);
+/// Flags a candidate whose per-call overhead on the driver's clock is far above the baseline's.
+void compare_overheads(EvalRecord& rec, bool oversubscribed);
 /// Sets status and message from the first failed check (if any).
 void conclude_checks(EvalRecord& rec);
 /// Fills rec.roofline from the candidate's median time and flags physically impossible times.

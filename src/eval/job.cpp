@@ -1,6 +1,8 @@
 #include "eval/job.hpp"
 
 #include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -81,7 +83,7 @@ void validate_trial_meta(const json& b, const StepPlan& plan, bool with_inputs) 
 /// rest on is compared with the driver's own plan, never taken from the worker: whether the calls
 /// were checked, and how many values per output were sampled (a worker that reports 0 samples has
 /// checked nothing).
-void validate_timing(const json& b, const std::string& blob, const StepPlan& plan, int rank) {
+void validate_timing(const json& b, const std::string& blob, const StepPlan& plan, const std::vector<int>& full_calls) {
   std::string mode = b.at("mode").get<std::string>();
   require(mode == "eager" || mode == "graph", "timing: unknown mode '" + mode + "'");
   if (mode == "eager")
@@ -112,15 +114,20 @@ void validate_timing(const json& b, const std::string& blob, const StepPlan& pla
     require(o.at("digests").is_array() && o.at("digests").size() == static_cast<size_t>(iters),
             "timing: digests are not one per timed call");
     require(is_count(o.at("samples")), "timing: samples is not a count");
-    size_t planned = plan.timing.checks ? sample_positions(plan.seed, rank, static_cast<int>(i), plan.outputs[i].numel(),
-                                                           plan.timing.samples_per_output).size()
+    size_t planned = plan.timing.checks ? std::min<size_t>(static_cast<size_t>(plan.timing.samples_per_output),
+                                                           plan.outputs[i].numel())
                                         : o.at("samples").get<size_t>();
     require(o.at("samples").get<size_t>() == planned,
             "timing: " + std::to_string(o.at("samples").get<size_t>()) + " sampled values of output " + std::to_string(i) +
                 " per call reported, " + std::to_string(planned) + " planned");
     sample_bytes += o.at("samples").get<size_t>() * dtype_size(plan.outputs[i].dtype) * static_cast<size_t>(iters);
   }
-  require(mode == "graph" || blob.size() == sample_bytes, "timing: the sampled values are not the size the counts say");
+  // After the samples: every output of each fully checked call, whole.
+  size_t full_bytes = 0;
+  if (mode == "eager" && plan.timing.checks)
+    for (auto& d : plan.outputs) full_bytes += d.bytes() * full_calls.size();
+  require(mode == "graph" || blob.size() == sample_bytes + full_bytes,
+          "timing: the sampled values and fully checked outputs are not the size the plan says");
   const json& ins = b.at("inputs");
   require(ins.is_array(), "timing: 'inputs' is not an array");
   if (mode == "eager") {
@@ -130,6 +137,27 @@ void validate_timing(const json& b, const std::string& blob, const StepPlan& pla
                   i.at("after").size() == static_cast<size_t>(iters),
               "timing: input fingerprints are not one per timed call");
   }
+}
+
+/// A timed call's commit: its index is the next one expected, one fingerprint per output.
+CallCommit validate_call(const json& b, const StepPlan& plan, int expected) {
+  int call = b.at("call").get<int>();
+  require(call == expected, "timed call " + std::to_string(call) + " reported, call " + std::to_string(expected) +
+                                " expected (each call once, in order)");
+  CallCommit c;
+  if (call < 0) return c;  // "ready": the warm-up is over
+  require(b.at("time_ms").is_number() && b["time_ms"].get<double>() >= 0, "call: time_ms is not a non-negative number");
+  c.time_ms = b["time_ms"].get<double>();
+  const json& outs = b.at("outputs");
+  require(outs.is_array() && outs.size() == plan.outputs.size(), "call: wrong output count");
+  for (auto& o : outs) {
+    require(o.at("digest").is_string() && is_count(o.at("unwritten")) && is_count(o.at("nonfinite")),
+            "call: an output without digest/unwritten/nonfinite");
+    c.digests.push_back(o["digest"].get<std::string>());
+    c.unwritten.push_back(o["unwritten"].get<unsigned long long>());
+    c.nonfinite.push_back(o["nonfinite"].get<unsigned long long>());
+  }
+  return c;
 }
 
 struct RankState {
@@ -143,6 +171,8 @@ struct RankState {
   Clock::time_point phase_idle;   // last_idle when the current phase was announced
   std::optional<ExitInfo> exit;
   Clock::time_point exit_seen;
+  int next_call = -1;             // the timed call whose commit is expected next (-1: "ready")
+  double granted_s = 0;           // when the seed of call next_call was sent
 };
 
 std::chrono::milliseconds limit_for(const std::string& phase, const Deadlines& d) {
@@ -184,7 +214,11 @@ class JobRunner {
     for (int r = 0; r < W; ++r) {
       ranks_[r].phase_start = ranks_[r].last_idle = ranks_[r].phase_idle = Clock::now();
       try {
-        send_message(job_->channel(r), {MsgKind::plan, json(cfg_.plans[r]), {}});
+        // A worker that stops reading must not block the driver's grants: writes give up after 2 s.
+        timeval tv{2, 0};
+        setsockopt(job_->channel(r), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        // The plan without the steps' secret seeds (seal_for_worker): timed calls get theirs one by one.
+        send_message(job_->channel(r), {MsgKind::plan, json(seal_for_worker(cfg_.plans[r])), {}});
       } catch (const Error& e) {
         note({Cause::crash, Status::crash, r, "start", std::string("could not send the plan: ") + e.what(), Clock::now()});
       }
@@ -226,14 +260,21 @@ class JobRunner {
         s.step = k.step;
         s.phase_start = Clock::now();
         s.phase_idle = s.last_idle;
+        if (k.phase == "timing") s.next_call = -1;  // each step's timed calls are committed from "ready" on
         report_progress();
         break;
       }
       case MsgKind::trial: store_trial(r, std::move(m)); break;
+      case MsgKind::call: on_call(r, m.body); break;
       case MsgKind::timing: {
         StepResult& sr = step_of(m.body);
         require(s.phase == "timing" && s.step == m.body.at("step").get<int>(), "a timing frame outside the timing phase");
-        validate_timing(m.body, m.blob, cfg_.plans[r].steps[s.step], r);
+        const StepPlan& plan = cfg_.plans[r].steps[s.step];
+        if (m.body.value("mode", std::string()) == "eager")
+          require(s.next_call == plan.timing.iters, "the timing report before every timed call was committed (" +
+                                                        std::to_string(std::max(s.next_call, 0)) + " of " +
+                                                        std::to_string(plan.timing.iters) + ")");
+        validate_timing(m.body, m.blob, plan, sr.full_calls);
         // The driver's own clock around the timed phase, an upper bound the worker cannot move: the
         // phase was announced after the channel was last seen empty, the result arrived by now.
         m.body["driver_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - s.phase_idle).count();
@@ -261,8 +302,39 @@ class JobRunner {
         s.done = true;
         break;
       case MsgKind::plan:
+      case MsgKind::grant:
       case MsgKind::join: violation("a worker sent an unexpected " + std::string(to_string(m.kind)) + " message");
     }
+  }
+
+  /// A timed call's commit: stored with the driver's clock, answered with the call's sample key and
+  /// full-check flag (revealed only now) and the next call's seed (which did not exist in the worker
+  /// before this call had run and been reported).
+  void on_call(int r, const json& body) {
+    RankState& s = ranks_[r];
+    require(s.phase == "timing" && s.step == body.at("step").get<int>(), "a call frame outside the timing phase");
+    StepResult& sr = step_of(body);
+    const StepPlan& plan = cfg_.plans[r].steps[s.step];
+    CallCommit c = validate_call(body, plan, s.next_call);
+    double now = std::chrono::duration<double>(Clock::now() - start_).count();
+    int call = s.next_call;
+    if (sr.full_calls.empty() && plan.timing.full_checks > 0)
+      sr.full_calls = full_check_calls(plan.seed, plan.timing.iters, plan.timing.full_checks);
+    if (call >= 0) {
+      c.granted_s = s.granted_s;
+      c.received_s = now;
+      if (sr.calls.empty()) sr.calls.resize(ranks_.size());
+      sr.calls[r].push_back(std::move(c));
+    }
+    json g{{"step", s.step}, {"call", call}};
+    if (call >= 0) {
+      g["sample_key"] = sample_key(plan.seed, call);
+      g["full"] = std::find(sr.full_calls.begin(), sr.full_calls.end(), call) != sr.full_calls.end();
+    }
+    if (call + 1 < plan.timing.iters) g["next_seed"] = stream_seed(plan.seed, kTimedStream + static_cast<uint64_t>(call + 1));
+    s.next_call = call + 1;
+    s.granted_s = std::chrono::duration<double>(Clock::now() - start_).count();
+    send_message(job_->channel(r), {MsgKind::grant, std::move(g), {}});
   }
 
   /// Before a rank may say it is done: every trial's results and, where timed, its timing report.

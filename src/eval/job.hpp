@@ -37,11 +37,23 @@ struct RankTiming {
   std::string samples;  // raw sample bytes, output after output
 };
 
+/// What a worker committed about one timed call the moment it ran, before the call's sample key was
+/// revealed to it, with the driver's own clock around it (seconds since the job started).
+struct CallCommit {
+  double time_ms = 0;                // the call's device time as the worker measured it
+  std::vector<std::string> digests;  // per output: fingerprint at return
+  std::vector<unsigned long long> unwritten, nonfinite;  // per output, at return
+  double granted_s = 0;              // the driver sent this call's seed
+  double received_s = 0;             // the driver received this frame
+};
+
 /// What one step (one size) of a job produced.
 struct StepResult {
   std::vector<std::vector<RankTrial>> trials;  // [trial][rank]
   std::vector<RankTiming> timing;              // [rank] (when timing ran)
   std::vector<RankTiming> graph;               // [rank] (graph replay timing, when asked for)
+  std::vector<std::vector<CallCommit>> calls;  // [rank][timed call], committed as the calls ran
+  std::vector<int> full_calls;                 // the timed calls whose outputs came back whole
   bool complete = false;                       // every rank reached the step's end
 };
 

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "eval/internal.hpp"
 #include "eval/job.hpp"
 
 namespace pkb {
@@ -105,7 +106,89 @@ TEST_F(JobTest, HealthyJobDeliversEverything) {
   EXPECT_EQ(r.steps[1].timing[1].body["times_ms"].size(), 5u);
   EXPECT_TRUE(r.steps[1].complete);
   EXPECT_TRUE(r.teardown_clean);
+  // Every timed call was committed as it ran, inside the driver's own clock.
+  ASSERT_EQ(r.steps[1].calls.size(), 3u);
+  ASSERT_EQ(r.steps[1].calls[2].size(), 5u);
+  for (auto& c : r.steps[1].calls[2]) {
+    EXPECT_GT(c.received_s, c.granted_s);
+    EXPECT_NEAR(c.time_ms, 0.012, 1e-12);
+  }
+  EXPECT_EQ(r.steps[1].full_calls.size(), 2u);
   for (pid_t p : pids()) EXPECT_FALSE(alive(p));
+}
+
+// No worker is told a step's seed: the plan it receives carries only the trials' and the warm-up's
+// seeds, from which no timed call's inputs, poison or sample positions follow.
+TEST(Plan, TheWorkersPlanHoldsNoSecret) {
+  WorkerPlan p;
+  StepPlan st;
+  st.seed = 0x1234567890abcdefull;
+  st.trials = 3;
+  st.timing.iters = 4;
+  p.steps.push_back(st);
+  nlohmann::json j = seal_for_worker(p);
+  std::string text = j.dump();
+  EXPECT_EQ(text.find("seed\":" + std::to_string(st.seed)), std::string::npos) << text;
+  EXPECT_EQ(text.find(std::to_string(st.seed)), std::string::npos) << text;
+  for (int i = 0; i < st.timing.iters; ++i) {
+    EXPECT_EQ(text.find(std::to_string(stream_seed(st.seed, kTimedStream + i))), std::string::npos);
+    EXPECT_EQ(text.find(std::to_string(sample_key(st.seed, i))), std::string::npos);
+  }
+  auto back = j.get<WorkerPlan>();
+  ASSERT_EQ(back.steps[0].trial_seeds.size(), 3u);
+  EXPECT_EQ(back.steps[0].trial_seeds[2], stream_seed(st.seed, 2));
+  EXPECT_EQ(back.steps[0].seed, 0u);
+  // The derived seeds differ per stream, and the full-check calls are distinct and in range.
+  EXPECT_NE(stream_seed(st.seed, 0), stream_seed(st.seed, 1));
+  auto full = full_check_calls(st.seed, 100, 3);
+  ASSERT_EQ(full.size(), 3u);
+  EXPECT_TRUE(full[0] < full[1] && full[1] < full[2] && full[2] < 100);
+  EXPECT_EQ(full_check_calls(st.seed, 2, 5).size(), 2u);
+}
+
+// A timing report without the calls committed one by one, or a call committed twice, breaks the
+// protocol: the per-call commits are what the checks and the driver's clock rest on.
+TEST_F(JobTest, TimedCallsMustBeCommittedOneByOne) {
+  auto r = run("nocommit");
+  EXPECT_EQ(r.status, Status::protocol_error) << r.message;
+  EXPECT_NE(r.message.find("before every timed call was committed"), std::string::npos) << r.message;
+  auto t = run("twice");
+  EXPECT_EQ(t.status, Status::protocol_error) << t.message;
+  EXPECT_NE(t.message.find("timed call 0 reported, call 1 expected"), std::string::npos) << t.message;
+  for (pid_t p : pids()) EXPECT_FALSE(alive(p));
+}
+
+// Times count as committed: a final report with shorter times is flagged, and the committed ones
+// are what the summary uses.
+TEST_F(JobTest, AFinalReportThatShortensTheCommittedTimesIsFlagged) {
+  auto r = run("shorttimes");
+  ASSERT_EQ(r.status, Status::ok) << r.message;
+  EvalRecord rec;
+  SideTiming st = detail::summarize_timing(r.steps[0], rec, "candidate");
+  EXPECT_NEAR(st.us.median, 12.0, 1e-6);  // the slowest rank's committed 0.012 ms, not half of it
+  EXPECT_GE(st.driver_overhead_us, 0.0);
+  auto bad = std::find_if(rec.checks.begin(), rec.checks.end(), [](const Check& c) { return !c.ok; });
+  ASSERT_NE(bad, rec.checks.end());
+  EXPECT_EQ(bad->status, Status::flagged);
+  EXPECT_NE(bad->message.find("differ from those committed"), std::string::npos) << bad->message;
+}
+
+// A candidate whose driver-clock overhead per call is far above the baseline's did work outside its
+// timed interval (or reported short times): flagged on one GPU per rank, a warning when oversubscribed.
+TEST(Overheads, WorkOutsideTheTimedIntervalIsFlagged) {
+  EvalRecord rec;
+  rec.baseline_timing.driver_overhead_us = 80;
+  rec.candidate_timing.driver_overhead_us = 150;
+  detail::compare_overheads(rec, false);
+  EXPECT_TRUE(rec.checks.empty());
+  rec.candidate_timing.driver_overhead_us = 900;
+  detail::compare_overheads(rec, true);
+  EXPECT_TRUE(rec.checks.empty());
+  ASSERT_EQ(rec.warnings.size(), 1u);
+  detail::compare_overheads(rec, false);
+  ASSERT_EQ(rec.checks.size(), 1u);
+  EXPECT_EQ(rec.checks[0].status, Status::flagged);
+  EXPECT_NE(rec.checks[0].message.find("900.0 us"), std::string::npos) << rec.checks[0].message;
 }
 
 TEST_F(JobTest, HangIsATimeoutWithinTheDeadlineAndKillsEveryone) {

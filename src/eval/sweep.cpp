@@ -77,6 +77,7 @@ void conclude_size(const Prepared& p, const Instance& inst, const JobResult& bas
     check_trials(inst, bs, cs, rec);
     rec.candidate_timing = summarize_timing(cs, rec, "candidate");
     check_timed_calls(inst, bs, cs, rec);
+    compare_overheads(rec, p.placement.oversubscribed());
     row.cand_graph_us = graph_us(cs);
   } else {
     rec.candidate_timing = rec.baseline_timing;

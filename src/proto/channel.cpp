@@ -20,6 +20,8 @@ std::string_view to_string(MsgKind k) {
     case MsgKind::error: return "error";
     case MsgKind::done: return "done";
     case MsgKind::join: return "join";
+    case MsgKind::call: return "call";
+    case MsgKind::grant: return "grant";
   }
   return "unknown";
 }
@@ -64,7 +66,7 @@ bool read_all(int fd, char* p, size_t n, bool at_frame_start) {
 
 void check_header(const Header& h) {
   if (h.magic != kFrameMagic) fail(Errc::protocol_error, "control channel: bad frame magic");
-  if (h.kind < static_cast<uint32_t>(MsgKind::plan) || h.kind > static_cast<uint32_t>(MsgKind::join))
+  if (h.kind < static_cast<uint32_t>(MsgKind::plan) || h.kind > static_cast<uint32_t>(MsgKind::grant))
     fail(Errc::protocol_error, "control channel: unknown message kind " + std::to_string(h.kind));
   if (h.body_len > kMaxBodyBytes) fail(Errc::protocol_error, "control channel: message body too large");
   if (h.blob_len > kMaxBlobBytes) fail(Errc::protocol_error, "control channel: message blob too large");

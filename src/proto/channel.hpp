@@ -22,6 +22,8 @@ enum class MsgKind : uint32_t {
   error,      // worker -> driver: a failure with status and message; the worker exits after it
   done,       // worker -> driver: all work finished, teardown follows
   join,       // worker -> driver, over TCP only: the job's secret and the worker's rank, first
+  call,       // worker -> driver: timed call i ran (its time and output fingerprints, committed); i = -1: ready
+  grant,      // driver -> worker: call i's sample key and full-check flag, call i+1's seed
 };
 
 std::string_view to_string(MsgKind k);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "core/hash.hpp"
 #include "core/philox.hpp"
 
 namespace pkb {
@@ -39,7 +40,7 @@ void to_json(json& j, const TimingPlan& t) {
            {"warmup", t.warmup},       {"warmup_budget_ms", t.warmup_budget_ms},
            {"iters", t.iters},         {"groups", t.groups},
            {"l2_factor", t.l2_factor}, {"samples_per_output", t.samples_per_output},
-           {"predelay_us", t.predelay_us}};
+           {"predelay_us", t.predelay_us}, {"full_checks", t.full_checks}};
 }
 void from_json(const json& j, TimingPlan& t) {
   t.enabled = j.at("enabled").get<bool>();
@@ -52,20 +53,23 @@ void from_json(const json& j, TimingPlan& t) {
   t.l2_factor = j.at("l2_factor").get<double>();
   t.samples_per_output = j.at("samples_per_output").get<int>();
   t.predelay_us = j.at("predelay_us").get<double>();
+  t.full_checks = j.value("full_checks", 0);
 }
 
 void to_json(json& j, const StepPlan& s) {
   json params = json::array();
   for (auto& [k, v] : s.params) params.push_back({{"name", k}, {"value", v}});
   j = json{{"name", s.name}, {"inputs", s.inputs}, {"outputs", s.outputs}, {"params", params},
-           {"seed", s.seed}, {"trials", s.trials}, {"timing", s.timing}};
+           {"trial_seeds", s.trial_seeds}, {"warmup_seed", s.warmup_seed}, {"trials", s.trials}, {"timing", s.timing}};
+  // s.seed stays with the driver: it is never serialized.
 }
 void from_json(const json& j, StepPlan& s) {
   s.name = j.at("name").get<std::string>();
   s.inputs = j.at("inputs").get<std::vector<TensorDesc>>();
   s.outputs = j.at("outputs").get<std::vector<TensorDesc>>();
   for (auto& kv : j.at("params")) s.params.emplace_back(kv.at("name").get<std::string>(), kv.at("value").get<long long>());
-  s.seed = j.at("seed").get<uint64_t>();
+  s.trial_seeds = j.at("trial_seeds").get<std::vector<uint64_t>>();
+  s.warmup_seed = j.at("warmup_seed").get<uint64_t>();
   s.trials = j.at("trials").get<int>();
   s.timing = j.at("timing").get<TimingPlan>();
 }
@@ -112,6 +116,40 @@ void from_json(const json& j, WorkerPlan& p) {
 }
 
 uint64_t poison_bits(uint64_t seed, uint64_t call) { return rng::mix64(rng::tensor_key(seed, kPoisonStream, call, 0)); }
+
+namespace {
+uint64_t derive(uint64_t seed, const char* domain, uint64_t index) {
+  char buf[16];
+  for (int i = 0; i < 8; ++i) buf[i] = static_cast<char>(seed >> (8 * i));
+  for (int i = 0; i < 8; ++i) buf[8 + i] = static_cast<char>(index >> (8 * i));
+  std::string h = Sha256().update(domain).update(std::string_view(buf, sizeof buf)).hex();
+  return std::stoull(h.substr(0, 16), nullptr, 16);
+}
+}  // namespace
+
+uint64_t stream_seed(uint64_t step_seed, uint64_t stream) { return derive(step_seed, "pkb-stream-v1", stream); }
+uint64_t sample_key(uint64_t step_seed, int call) { return derive(step_seed, "pkb-sample-v1", static_cast<uint64_t>(call)); }
+
+std::vector<int> full_check_calls(uint64_t step_seed, int iters, int count) {
+  std::vector<int> calls;
+  count = std::min(count, iters);
+  for (uint64_t j = 0; static_cast<int>(calls.size()) < count; ++j) {
+    int c = static_cast<int>(derive(step_seed, "pkb-full-v1", j) % static_cast<uint64_t>(iters));
+    if (std::find(calls.begin(), calls.end(), c) == calls.end()) calls.push_back(c);
+  }
+  std::sort(calls.begin(), calls.end());
+  return calls;
+}
+
+WorkerPlan seal_for_worker(WorkerPlan plan) {
+  for (auto& st : plan.steps) {
+    st.trial_seeds.clear();
+    for (int t = 0; t < st.trials; ++t) st.trial_seeds.push_back(stream_seed(st.seed, static_cast<uint64_t>(t)));
+    st.warmup_seed = stream_seed(st.seed, kWarmupStream);
+    st.seed = 0;
+  }
+  return plan;
+}
 
 }  // namespace pkb
 

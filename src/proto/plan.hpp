@@ -37,9 +37,10 @@ struct TimingPlan {
   int warmup = 500;            // upper bound; cut short after warmup_budget_ms
   double warmup_budget_ms = 2000;
   int iters = 100;
-  int groups = 0;              // input groups; 0 = enough to exceed l2_factor x L2
-  double l2_factor = 3.0;
+  int groups = 2;              // input sets that alternate (pointers change from call to call)
+  double l2_factor = 3.0;      // after generating a call's inputs, write l2_factor x L2 of other data
   int samples_per_output = 256;
+  int full_checks = 2;         // timed calls whose every element is compared (chosen in secret, revealed after the call)
   double predelay_us = 20.0;   // GPU-side delay after the pre-call barrier (hides host launch gaps)
 };
 
@@ -49,7 +50,14 @@ struct StepPlan {
   std::string name;            // e.g. "default" or "64 KiB"
   std::vector<TensorDesc> inputs, outputs;
   std::vector<std::pair<std::string, long long>> params;
-  uint64_t seed = 0;           // secret: this step's inputs, poison values and sample positions
+  /// Secret, never sent to a worker: every call's inputs, poison and sample positions derive from it
+  /// (stream_seed), and the workers get each timed call's share only when that call is due.
+  uint64_t seed = 0;
+  /// What the worker may know in advance: the correctness trials' seeds (trials are compared element by
+  /// element, so knowing their inputs early gains nothing) and the warm-up calls' (neither timed nor
+  /// checked). Filled from `seed` when the plan is sent (seal_for_worker).
+  std::vector<uint64_t> trial_seeds;
+  uint64_t warmup_seed = 0;
   int trials = 1;
   TimingPlan timing;
 };
@@ -88,11 +96,24 @@ inline constexpr uint64_t kTimedStream = 1ull << 37;
 inline constexpr uint64_t kPoisonStream = 1ull << 40;
 inline constexpr uint64_t kSampleStream = 1ull << 41;
 
-/// The element positions of output `output` on rank `rank` whose values every timed call reports.
-std::vector<uint64_t> sample_positions(uint64_t seed, int rank, int output, size_t numel, int k);
+/// The seed of one call (stream: trial t, kWarmupStream, kTimedStream + i) from the step's secret
+/// seed, through SHA-256: one call's seed reveals nothing of another's, nor of the step's. Inputs of
+/// rank r, tensor i of that call: input_key(stream_seed(seed, stream), stream, r, i, dist).
+uint64_t stream_seed(uint64_t step_seed, uint64_t stream);
+/// The key of timed call i's sample positions, and whether call i is one of the fully checked ones
+/// (the driver reveals both to a worker only after the call's results were committed).
+uint64_t sample_key(uint64_t step_seed, int call);
+std::vector<int> full_check_calls(uint64_t step_seed, int iters, int count);
 
-/// The poison value used before call `call` (trials: call = trial; timed calls: trials + i).
-/// Floating outputs get a NaN with a random payload; integer outputs a random value.
+/// The element positions of output `output` on rank `rank` that a timed call reports (key: sample_key).
+std::vector<uint64_t> sample_positions(uint64_t key, int rank, int output, size_t numel, int k);
+
+/// The poison value used before call `call` of the stream whose seed is `seed` (trials: call =
+/// trial; timed calls: trials + i). Floating outputs get a NaN with a random payload; integer
+/// outputs a random value.
 uint64_t poison_bits(uint64_t seed, uint64_t call);
+
+/// The plan a worker receives: the step seeds replaced by what it may know in advance.
+WorkerPlan seal_for_worker(WorkerPlan plan);
 
 }  // namespace pkb

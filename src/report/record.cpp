@@ -13,7 +13,7 @@ json timing_json(const SideTiming& t) {
   return json{{"median_us", t.us.median}, {"mean_us", t.us.mean}, {"p10_us", t.us.p10}, {"p90_us", t.us.p90},
               {"min_us", t.us.min}, {"max_us", t.us.max}, {"stddev_us", t.us.stddev}, {"iters", t.iters},
               {"warmup", t.warmup}, {"input_groups", t.groups}, {"span_ms", t.span_ms}, {"host_ms", t.host_ms},
-              {"per_iter_us", t.per_iter_us}};
+              {"driver_overhead_us", t.driver_overhead_us}, {"per_iter_us", t.per_iter_us}};
 }
 
 json side_json(const SideInfo& s) {

@@ -21,6 +21,9 @@ struct SideTiming {
   std::vector<double> per_iter_us;
   int warmup = 0, iters = 0, groups = 0;
   double span_ms = 0, host_ms = 0;  // GPU span of the timed calls (rank max) and host wall clock
+  /// Median over timed calls of the driver's clock around the call minus the call's time (-1: not
+  /// measured): the harness's own per-call cost, the same for every honest solution of a problem.
+  double driver_overhead_us = -1;
 };
 
 struct Check {

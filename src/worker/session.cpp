@@ -175,11 +175,12 @@ void Session::run_trial(int trial) {
   CheckSlot* out_return = in_after + n_in;
   CheckSlot* out_after = out_return + n_out;
   CUDA_CHECK(cudaMemsetAsync(slots.get(), 0, slots.bytes(), hs));
-  uint64_t poison_call = poison_bits(step_->seed, static_cast<uint64_t>(trial));
+  uint64_t trial_seed = step_->trial_seeds.at(static_cast<size_t>(trial));
+  uint64_t poison_call = poison_bits(trial_seed, static_cast<uint64_t>(trial));
   for (size_t i = 0; i < n_in; ++i) {
     auto& d = step_->inputs[i];
     launch_generate(in.buffers[i].get(), d.dtype, d.numel(), d.dist,
-                    input_key(step_->seed, static_cast<uint64_t>(trial), plan_.rank, i, d.dist), hs);
+                    input_key(trial_seed, static_cast<uint64_t>(trial), plan_.rank, i, d.dist), hs);
     launch_check(in.buffers[i].get(), d.dtype, d.numel(), 0, in_before + i, hs);
   }
   std::vector<uint64_t> poisons;

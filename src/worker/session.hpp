@@ -47,7 +47,9 @@ class Session {
   void send_timing(const nlohmann::json& body, std::string samples);
 
   // timing helpers (timing.cpp)
-  void regenerate(TensorSet& set, uint64_t stream, CheckSlot* digest_slots);
+  void regenerate(TensorSet& set, uint64_t seed, uint64_t stream, CheckSlot* digest_slots);
+  /// Commits timed call `call` (-1: ready) to the driver and returns the driver's grant.
+  nlohmann::json commit_call(int call, nlohmann::json body);
   double allreduce_max(double v);
   int agree_on_warmup(std::vector<TensorSet>& groups, TensorSet& out, int probe);
   void run_graph_timing(std::vector<TensorSet>& groups, TensorSet& out);

@@ -14,6 +14,9 @@
 //   earlytrial:R:PHASE      rank R sends the results of trial 1 while announcing PHASE
 //   slow:R:                 rank R spends 700 ms in every phase (each within its limit)
 //   nosamples               every rank reports its timed calls with no sampled values (nothing checked)
+//   nocommit                every rank sends its timing report without committing the calls one by one
+//   shorttimes              every rank's final report halves the call times it committed
+//   twice                   every rank commits timed call 0 twice
 //   skipahead:R:PHASE       rank R announces finalize and says done on entering PHASE, without results
 //   probe:R:PHASE           rank R reports (as a runtime_error) its uid, NoNewPrivs, and what came of
 //                           appending to $PKB_FAKE_VICTIM and of moving itself to the root cgroup
@@ -182,7 +185,7 @@ int main(int argc, char** argv) {
         // Output = values regenerated on the host from the step's seed (a deterministic "solution").
         pkb::Dist dist;
         for (size_t i = 0; i < d.numel(); ++i)
-          pkb::generate_element(bytes.data(), d.dtype, dist, pkb::input_key(step.seed, t, rank, 0, dist), i);
+          pkb::generate_element(bytes.data(), d.dtype, dist, pkb::input_key(step.trial_seeds.at(t), t, rank, 0, dist), i);
         char hex[17];
         std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(pkb::digest_bytes(bytes.data(), bytes.size())));
         outs.push_back({{"name", d.name}, {"digest_return", hex}, {"digest_after", hex}, {"unwritten", 0}, {"nonfinite", 0},
@@ -194,17 +197,31 @@ int main(int argc, char** argv) {
     }
     if (step.timing.enabled) {
       enter("timing");
+      const double time_ms = 0.010 + 0.001 * rank;
+      // Commit each call and take the driver's grant, as a real worker does; whole outputs of the
+      // calls the grants mark as fully checked follow the samples in the report.
+      size_t full_calls = 0;
+      for (int c = -1; c < step.timing.iters && mode.kind != "nocommit"; ++c) {
+        json outs = json::array();
+        for (size_t o = 0; o < step.outputs.size(); ++o) outs.push_back({{"digest", "0"}, {"unwritten", 0}, {"nonfinite", 0}});
+        json body{{"step", step_index}, {"call", c}};
+        if (c >= 0) body.update(json{{"time_ms", time_ms}, {"outputs", outs}});
+        send(pkb::MsgKind::call, body);
+        if (mode.kind == "twice" && c == 0) send(pkb::MsgKind::call, body);
+        auto g = pkb::recv_message(fd);
+        if (!g || g->kind != pkb::MsgKind::grant || g->body.value("call", -2) != c) hang();
+        full_calls += g->body.value("full", false);
+      }
       json times = json::array();
-      for (int i = 0; i < step.timing.iters; ++i) times.push_back(0.010 + 0.001 * rank);
+      for (int i = 0; i < step.timing.iters; ++i) times.push_back(mode.kind == "shorttimes" ? time_ms / 2 : time_ms);
       json outs = json::array();
-      std::string samples;
+      std::string samples, full;
       for (size_t o = 0; o < step.outputs.size(); ++o) {
         auto& d = step.outputs[o];
         // As many sampled values as the plan asks for (PKB_FAKE_MODE=nosamples: none, a cheat).
-        size_t k = mode.kind == "nosamples" ? 0
-                                            : pkb::sample_positions(step.seed, rank, static_cast<int>(o), d.numel(),
-                                                                    step.timing.samples_per_output).size();
+        size_t k = mode.kind == "nosamples" ? 0 : std::min<size_t>(static_cast<size_t>(step.timing.samples_per_output), d.numel());
         samples.append(k * pkb::dtype_size(d.dtype) * static_cast<size_t>(step.timing.iters), '\0');
+        full.append(d.bytes() * full_calls, '\0');
         outs.push_back({{"name", d.name}, {"digests", json(std::vector<std::string>(step.timing.iters, "0"))},
                         {"unwritten", json(std::vector<int>(step.timing.iters, 0))},
                         {"nonfinite", json(std::vector<int>(step.timing.iters, 0))}, {"samples", k}});
@@ -212,7 +229,7 @@ int main(int argc, char** argv) {
       send(pkb::MsgKind::timing, {{"step", step_index}, {"mode", "eager"}, {"checked", true}, {"warmup", 3}, {"iters", step.timing.iters},
                                   {"groups", 2}, {"times_ms", times}, {"span_ms", 0.02 * step.timing.iters},
                                   {"host_ms", 0.03 * step.timing.iters}, {"outputs", outs}, {"inputs", json::array()}},
-           samples);
+           samples + full);
     }
     enter("finalize");
   }
