@@ -42,6 +42,9 @@
  * not as a failure; one that falls back to NCCL collectives is evaluated as usual.
  * NVLink multicast (NVLS, multimem) is not available: it is switched off on the test machines.
  *
+ * Libraries: every solution links NCCL, cuBLAS and cuBLASLt; one whose .cu includes <cufft.h> (or
+ * <cufftXt.h>) also links cuFFT, and one that includes <cudnn.h> (or a <cudnn_*.h>) links cuDNN 9.
+ *
  * The ABI is plain C structs and function pointers so that the harness and a solution built by
  * different compilers agree; it only grows by appending fields (abi_version tells which).
  */

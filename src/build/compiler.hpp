@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace pkb {
@@ -33,8 +34,19 @@ struct CompileResult {
 /// The entry points every solution must define.
 const std::vector<std::string>& required_entry_points();
 
+/// The libraries a solution links (names for -l), decided from its own source text alone so that
+/// the build cache key, which hashes that text, covers the decision: nccl, cublas and cublasLt
+/// always; cufft when it includes <cufft.h> or <cufftXt.h>; cudnn when it includes <cudnn.h> or any
+/// <cudnn_*.h> (loading cuDNN takes seconds, so only its users pay for it). Commented-out includes
+/// do not count.
+std::vector<std::string> solution_libraries(std::string_view source);
+
+/// Whether pkb was configured with cuDNN (its cudnn.h found, and still there).
+bool cudnn_available();
+
 /// Compiles `source` (or finds it in the cache). Never throws for compiler errors: they are in
-/// the result. Throws Error for problems of pkb's own (no nvcc, unwritable cache).
+/// the result (a solution that needs cuDNN where none is installed is one, with the reason in the
+/// log). Throws Error for problems of pkb's own (no nvcc, unwritable cache).
 CompileResult compile_solution(const std::filesystem::path& source, const CompileOptions& opts);
 
 /// Dynamic symbols a shared object defines (via `nm -D --defined-only`); empty if nm is missing.
