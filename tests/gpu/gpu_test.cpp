@@ -70,6 +70,30 @@ PkbRun pkb(const std::vector<std::string>& args, const std::vector<std::pair<std
   return res;
 }
 
+/// GPU memory in use on every visible GPU together (MiB, from nvidia-smi); -1 if it cannot be read.
+long gpu_memory_used_mib() {
+  SpawnOptions o;
+  o.argv = {"nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"};
+  auto r = run_command(o, std::chrono::seconds(20), 1 << 16);
+  if (!r.exit.exited || r.exit.code != 0) return -1;
+  long sum = 0;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) sum += std::stol(line);
+  return sum;
+}
+
+/// Waits (up to 10 s: the driver frees memory as processes exit) for GPU memory to come back to
+/// `level` + slack; returns what it last read.
+long wait_for_gpu_memory(long level, long slack_mib) {
+  long now = gpu_memory_used_mib();
+  for (int i = 0; i < 40 && now > level + slack_mib; ++i) {
+    usleep(250'000);
+    now = gpu_memory_used_mib();
+  }
+  return now;
+}
+
 /// Processes whose executable is pkb-worker (a job left behind).
 std::vector<int> leftover_workers() {
   std::vector<int> out;
@@ -311,6 +335,9 @@ TEST(Adversarial, EveryCaseGetsItsVerdictAndLeavesNothingBehind) {
   auto probe = pkb(base);
   std::string containment = probe.record.value("containment", "process-group");
   std::cout << "  containment: " << containment << "\n";
+  // Every case must give the GPUs' memory back: the level before the suite, plus a little slack.
+  const long memory_level = wait_for_gpu_memory(0, 0);
+  constexpr long kMemorySlackMib = 256;
   for (auto& c : cases) {
     if (c.requires_ == "cgroup" && containment == "process-group") {
       std::cout << "  " << c.file.filename().string() << " -> SKIPPED (needs a cgroup; this machine has none)\n";
@@ -331,6 +358,14 @@ TEST(Adversarial, EveryCaseGetsItsVerdictAndLeavesNothingBehind) {
       EXPECT_LT(r.record["speedup"].get<double>(), c.max_speedup) << c.file.filename() << ": implausible speedup";
     EXPECT_LT(r.seconds, 120) << c.file.filename();
     EXPECT_TRUE(leftover_workers().empty()) << c.file.filename() << " left pkb-worker processes behind";
+    if (memory_level >= 0) {
+      long after = wait_for_gpu_memory(memory_level, kMemorySlackMib);
+      EXPECT_LE(after, memory_level + kMemorySlackMib)
+          << c.file.filename() << ": GPU memory did not come back (" << memory_level << " MiB before the suite, " << after
+          << " MiB after the case)";
+      std::cout << "  " << c.file.filename().string() << " GPU memory after: " << after << " MiB (level " << memory_level
+                << ")\n";
+    }
     std::cout << "  " << c.file.filename().string() << " sandbox: " << r.record.value("sandbox", "?") << "\n";
     if (c.check == "report-rejects-forgery") {
       // Whatever the candidate managed to put into the results file, the report keeps only the
