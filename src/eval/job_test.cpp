@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/digest.hpp"
 #include "core/error.hpp"
 #include "eval/internal.hpp"
 #include "eval/job.hpp"
@@ -370,6 +371,82 @@ TEST_F(JobTest, MissingWorkerBinaryIsAnError) {
   for (auto& p : cfg.plans) p.steps.resize(1);
   LocalLauncher l;
   EXPECT_THROW(run_job(l, cfg), Error);
+}
+
+}  // namespace
+}  // namespace pkb
+
+namespace pkb {
+namespace {
+
+/// One rank, one fp32 output of 8 elements, 3 timed calls with 2 samples each, call 1 fully checked;
+/// every call committed with the fingerprint of `full` (what the worker saw at return).
+StepResult timed_side(const std::vector<float>& full, const std::string& final_digest_of_call2 = "") {
+  StepResult sr;
+  std::string bytes(reinterpret_cast<const char*>(full.data()), full.size() * sizeof(float));
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(digest_bytes(bytes.data(), bytes.size())));
+  std::vector<std::string> digests(3, hex);
+  sr.calls.resize(1);
+  for (int i = 0; i < 3; ++i) sr.calls[0].push_back({0.01, {hex}, {0}, {0}, 0.0, 1.0});
+  if (!final_digest_of_call2.empty()) digests[2] = final_digest_of_call2;
+  nlohmann::json body{{"iters", 3},
+                      {"outputs", {{{"digests", digests}, {"unwritten", {0, 0, 0}}, {"nonfinite", {0, 0, 0}}, {"samples", 2}}}},
+                      {"inputs", nlohmann::json::array()}};
+  std::string blob;
+  for (int i = 0; i < 3; ++i) blob.append(bytes.data(), 2 * sizeof(float));  // samples: the first two elements
+  blob += bytes;                                                            // call 1, whole
+  sr.timing.push_back({body, blob});
+  sr.full_calls = {1};
+  return sr;
+}
+
+Instance one_output_instance() {
+  Instance inst;
+  inst.world = 1;
+  RankPlan rp;
+  TensorPlan out;
+  out.name = "out";
+  out.dtype = DType::fp32;
+  out.shape = {8};
+  out.compare = default_comparison(DType::fp32, Tolerance{});
+  rp.outputs.push_back(out);
+  inst.ranks.push_back(rp);
+  return inst;
+}
+
+std::vector<const Check*> failed(const EvalRecord& rec) {
+  std::vector<const Check*> f;
+  for (auto& c : rec.checks)
+    if (!c.ok) f.push_back(&c);
+  return f;
+}
+
+// A fully checked call is compared element by element: a value no sample looked at still fails.
+TEST(TimedChecks, AFullyCheckedCallComparesEveryElement) {
+  Instance inst = one_output_instance();
+  std::vector<float> want{1, 2, 3, 4, 5, 6, 7, 8}, got = want;
+  EvalRecord same;
+  detail::check_timed_calls(inst, timed_side(want), timed_side(got), same);
+  EXPECT_TRUE(failed(same).empty());
+  got[6] = 70;  // not a sampled position
+  EvalRecord rec;
+  detail::check_timed_calls(inst, timed_side(want), timed_side(got), rec);
+  auto f = failed(rec);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0]->what.find("timed call 1 rank 0 output 'out' (every element) vs baseline"), std::string::npos) << f[0]->what;
+}
+
+// What was committed at return must be what the report says after every rank finished.
+TEST(TimedChecks, AnOutputThatChangedAfterItsCommitIsAMismatch) {
+  Instance inst = one_output_instance();
+  std::vector<float> v{1, 2, 3, 4, 5, 6, 7, 8};
+  EvalRecord rec;
+  detail::check_timed_calls(inst, timed_side(v), timed_side(v, "00000000deadbeef"), rec);
+  auto f = failed(rec);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->status, Status::mismatch);
+  EXPECT_NE(f[0]->message.find("changed after pkb_run returned"), std::string::npos) << f[0]->message;
 }
 
 }  // namespace
