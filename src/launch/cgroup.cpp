@@ -41,7 +41,7 @@ std::unique_ptr<JobCgroup> JobCgroup::create(const std::string& name, const Cgro
   std::unique_ptr<JobCgroup> cg(new JobCgroup());
   std::error_code ec;
   // cgroup v2: unified at /sys/fs/cgroup, or beside v1 at /sys/fs/cgroup/unified.
-  for (const fs::path root : {fs::path("/sys/fs/cgroup"), fs::path("/sys/fs/cgroup/unified")}) {
+  for (const fs::path& root : {fs::path("/sys/fs/cgroup"), fs::path("/sys/fs/cgroup/unified")}) {
     if (!is_cgroup2_root(root)) continue;
     std::string controllers = read_text(root / "cgroup.controllers");
     bool pids = controllers.find("pids") != std::string::npos, memory = controllers.find("memory") != std::string::npos;
