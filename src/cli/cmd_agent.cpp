@@ -102,10 +102,10 @@ Command agent_command() {
             sub.add_option("--run-name", f->run_name, "Folder name under --out-dir (default: <provider>_<model>)");
             sub.add_option("--out-dir", f->out_dir, "Where run folders go (the agent writes <run>/agent/<stem>/)")
                 ->envname("PKB_SOLUTIONS_DIR");
-            sub.add_option("--trials", f->trials, "Correctness trials per evaluation")->envname("PKB_TRIALS");
+            sub.add_option("--trials", f->trials, "Correctness trials per evaluation")->check(at_least(1))->envname("PKB_TRIALS");
             declare_oversubscribe(sub, f->oversubscribe);
-            sub.add_option("--warmup", f->warmup, "Warm-up calls before timing")->envname("PKB_WARMUP");
-            sub.add_option("--iters", f->iters, "Timed calls")->envname("PKB_ITERS");
+            sub.add_option("--warmup", f->warmup, "Warm-up calls before timing")->check(at_least(0))->envname("PKB_WARMUP");
+            sub.add_option("--iters", f->iters, "Timed calls")->check(at_least(1))->envname("PKB_ITERS");
             sub.add_option("--timeout", f->timeout_s, "Deadline in seconds per evaluation phase")->envname("PKB_TIMEOUT");
             sub.add_option("--json", f->json_out, "Also append every step's evaluation record to this JSON Lines file");
             sub.add_option("--arch", f->arch, "nvcc -arch for candidates")->envname("PKB_ARCH");

@@ -47,7 +47,9 @@ Command calibrate_command() {
               std::string out;
             };
             auto o = std::make_shared<Opts>();
-            sub.add_option("--gpus,-g", o->gpus, "GPUs to measure (default: all visible)")->envname("PKB_GPUS");
+            sub.add_option("--gpus,-g", o->gpus, "GPUs to measure (default: all visible)")
+                ->check(at_least(1, kGpusHint))
+                ->envname("PKB_GPUS");
             sub.add_flag("--quick", o->quick, "Smaller transfers and GEMMs (less precise, a few seconds)");
             sub.add_flag("--show", o->show, "Print the stored calibration of this machine and exit");
             sub.add_option("--out", o->out, "Also write the JSON here");

@@ -33,18 +33,20 @@ void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
                  is_eval ? "Candidate .cu file (required; 'reference' evaluates the baseline against itself)"
                          : "Solution .cu file (default: the problem's baseline, reference.cu)")
       ->envname("PKB_SOLUTION");
-  sub.add_option("--gpus,-g", f.opts.gpus, "World size W: GPUs to use (default: all visible)")->envname("PKB_GPUS");
+  sub.add_option("--gpus,-g", f.opts.gpus, "World size W: GPUs to use (default: all visible)")
+      ->check(at_least(1, kGpusHint))
+      ->envname("PKB_GPUS");
   declare_oversubscribe(sub, f.opts.oversubscribe);
   sub.add_option("--dtype", f.opts.dtype, "Benchmark dtype D: bf16, fp16 or fp32")->envname("PKB_DTYPE");
   sub.add_option("--size,-s", f.opts.size, "Named size class from the spec (`pkb show` lists them)")->envname("PKB_SIZE");
-  sub.add_option("-M", f.m, "Override the size variable M");
-  sub.add_option("-N", f.n, "Override the size variable N");
+  sub.add_option("-M", f.m, "Override the size variable M")->check(at_least(1));
+  sub.add_option("-N", f.n, "Override the size variable N")->check(at_least(1));
   sub.add_option("--set", f.sets, "Override any size variable: --set K=4096 (repeatable)");
-  sub.add_option("--trials", f.opts.trials, "Correctness trials, each with fresh inputs")->envname("PKB_TRIALS");
-  sub.add_option("--atol", f.opts.atol, "Absolute tolerance (default: the spec's, usually 1e-2)");
-  sub.add_option("--rtol", f.opts.rtol, "Relative tolerance (default: the spec's, usually 1e-2)");
-  sub.add_option("--warmup", f.opts.warmup, "Warm-up calls before timing (capped at ~2 s)")->envname("PKB_WARMUP");
-  sub.add_option("--iters", f.opts.iters, "Timed calls (each checked)")->envname("PKB_ITERS");
+  sub.add_option("--trials", f.opts.trials, "Correctness trials, each with fresh inputs")->check(at_least(1))->envname("PKB_TRIALS");
+  sub.add_option("--atol", f.opts.atol, "Absolute tolerance (default: the spec's, usually 1e-2)")->check(at_least(0));
+  sub.add_option("--rtol", f.opts.rtol, "Relative tolerance (default: the spec's, usually 1e-2)")->check(at_least(0));
+  sub.add_option("--warmup", f.opts.warmup, "Warm-up calls before timing (capped at ~2 s)")->check(at_least(0))->envname("PKB_WARMUP");
+  sub.add_option("--iters", f.opts.iters, "Timed calls (each checked)")->check(at_least(1))->envname("PKB_ITERS");
   if (is_eval) sub.add_flag("--no-perf", f.no_perf, "Check correctness only; no timing");
   if (is_eval)
     sub.add_flag("--unchecked-timing", f.opts.unchecked_timing,
@@ -88,6 +90,10 @@ int execute(SharedFlags& f, bool is_eval) {
     if (o.problem.empty()) throw Error(Errc::invalid_argument, "pkb eval needs a problem (or --solutions DIR for a batch)");
     if (o.solution.empty()) throw Error(Errc::invalid_argument, "pkb eval needs --solution FILE.cu (or --solution reference)");
     o.label = f.batch.label;
+  }
+  if (!batch && !o.solution.empty() && o.solution != "reference" && o.solution != "baseline") {
+    std::string why = solution_file_problem(o.solution);
+    if (!why.empty()) throw Error(Errc::invalid_argument, why);
   }
   o.perf = is_eval ? !f.no_perf : f.perf;
   if (!f.seed.empty()) {

@@ -23,7 +23,7 @@ namespace {
 struct ReportFlags {
   std::vector<std::string> files;
   std::string format = "terminal", out, html;
-  bool no_verify = false;
+  bool no_verify = false, strict = false;
 };
 
 /// Renders `report` with one reporter into `path` (atomically), or to stdout when path is empty.
@@ -45,7 +45,8 @@ int run_report(const ReportFlags& f) {
   if (!format)
     fail(Errc::invalid_argument, "unknown --format '" + f.format + "' (terminal, markdown, csv, json, html)");
   std::vector<fs::path> files(f.files.begin(), f.files.end());
-  LoadedReport report = load_report(files, !f.no_verify);
+  LoadedReport report = load_report(files, !f.no_verify, f.strict);
+  for (auto& r : report.context.skipped) std::fprintf(stderr, "pkb report: skipped %s\n", r.c_str());
   for (auto& r : report.context.rejected) std::fprintf(stderr, "pkb report: rejected %s\n", r.c_str());
   render_to(report, *format, f.out);
   if (!f.html.empty()) render_to(report, ReportFormat::html, f.html);
@@ -54,7 +55,7 @@ int run_report(const ReportFlags& f) {
 
 struct CompareFlags {
   std::string a, b;
-  bool inspect = false;
+  bool inspect = false, strict = false;
   double atol = 1e-2, rtol = 1e-2;
   int values = 8;
 };
@@ -76,7 +77,7 @@ int run_compare(const CompareFlags& f) {
     for (auto* p : {&f.a, &f.b})
       if (fs::path(*p).extension() == ".safetensors")
         fail(Errc::invalid_argument, *p + " is one artifact file: compare the directories that hold them");
-    std::cout << format_results_diff(compare_result_files(f.a, f.b), f.inspect);
+    std::cout << format_results_diff(compare_result_files(f.a, f.b, f.strict), f.inspect);
     return 0;
   }
   if (f.inspect) std::cout << "A:\n" << format_inspection(f.a, f.values) << "B:\n" << format_inspection(f.b, f.values);
@@ -97,6 +98,7 @@ Command report_command() {
             sub.add_option("--out,-o", f->out, "Write the --format output to this file instead of stdout");
             sub.add_option("--html", f->html, "Also write a self-contained HTML page with plots to this file");
             sub.add_flag("--no-verify", f->no_verify, "Keep records whose MAC does not verify (results from another machine's pkb)");
+            sub.add_flag("--strict", f->strict, "A line that is not a record is an error (default: skipped with a warning naming file:line)");
             return std::function<int()>([f] { return run_report(*f); });
           }};
 }
@@ -108,9 +110,10 @@ Command compare_command() {
             sub.add_option("a", f->a, "Artifact directory (A: the expected side) or results file")->required();
             sub.add_option("b", f->b, "Artifact directory (B: the side checked) or results file");
             sub.add_flag("--inspect", f->inspect, "Print shapes, dtypes and sample values (one path is enough)");
-            sub.add_option("--atol", f->atol, "Absolute tolerance: |b - a| <= atol + rtol * |a|");
-            sub.add_option("--rtol", f->rtol, "Relative tolerance");
+            sub.add_option("--atol", f->atol, "Absolute tolerance: |b - a| <= atol + rtol * |a|")->check(at_least(0));
+            sub.add_option("--rtol", f->rtol, "Relative tolerance")->check(at_least(0));
             sub.add_option("--values", f->values, "With --inspect: how many leading values to print per tensor");
+            sub.add_flag("--strict", f->strict, "Results files: a line that is not a record is an error (default: skipped, listed)");
             return std::function<int()>([f] { return run_compare(*f); });
           }};
 }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <thread>
 
@@ -42,11 +43,73 @@ void declare_oversubscribe(CLI::App& sub, bool& flag) {
       ->envname("PKB_OVERSUBSCRIBE");
 }
 
+CLI::Validator at_least(double lo, std::string hint) {
+  return CLI::Validator(
+      [lo, hint](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v) || v >= lo) return {};
+        return fmt::format("must be at least {}{}, not {}", lo, hint, text);
+      },
+      "", "at_least");
+}
+
+std::string solution_file_problem(const std::string& path) {
+  std::error_code ec;
+  auto st = std::filesystem::status(path, ec);
+  if (st.type() == std::filesystem::file_type::not_found) return "solution file " + path + " does not exist";
+  if (ec) return "solution file " + path + " cannot be read: " + ec.message();
+  if (st.type() == std::filesystem::file_type::directory)
+    return "solution file " + path + " is a directory, not a .cu file";
+  if (st.type() != std::filesystem::file_type::regular) return "solution file " + path + " is not a regular file";
+  if (access(path.c_str(), R_OK) != 0) return "solution file " + path + " is not readable";
+  return {};
+}
+
 std::string self_dir() {
   std::error_code ec;
   auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? std::string(".") : p.parent_path().string();
 }
+
+namespace {
+
+/// `text` cut at a word boundary to at most `width` characters, "..." marking the cut; a first word
+/// longer than `width` is kept whole (the column grows rather than cutting it).
+std::string clip_words(const std::string& text, size_t width) {
+  if (text.size() <= width) return text;
+  size_t cut = text.rfind(' ', width - 3);
+  while (cut != std::string::npos && cut > 0 && (text[cut - 1] == ' ' || text[cut - 1] == ',' || text[cut - 1] == '('))
+    --cut;
+  if (cut == std::string::npos || cut == 0) cut = std::min(text.find(' '), text.size());
+  return text.substr(0, cut) + (cut < text.size() ? "..." : "");
+}
+
+/// The `pkb list` table. Every column is as wide as its longest entry; names are never shortened,
+/// while origin, parallelism and pattern (phrases of up to ~120 characters) are cut at a word.
+void print_problem_table(const std::vector<Spec>& specs) {
+  constexpr size_t kOrigin = 36, kParallelism = 24, kPattern = 40;
+  struct Row {
+    std::string id, name, origin, parallelism, pattern, tier;
+  };
+  std::vector<Row> rows{{"id", "name", "origin", "parallelism", "pattern", "tier"}};
+  for (auto& s : specs)
+    rows.push_back({std::to_string(s.id), s.name, clip_words(s.origin, kOrigin), clip_words(s.parallelism, kParallelism),
+                    clip_words(s.pattern, kPattern),
+                    fmt::format("T{}", s.tier)});
+  size_t w[5] = {0, 0, 0, 0, 0};
+  for (auto& r : rows) {
+    w[0] = std::max(w[0], r.id.size());
+    w[1] = std::max(w[1], r.name.size());
+    w[2] = std::max(w[2], r.origin.size());
+    w[3] = std::max(w[3], r.parallelism.size());
+    w[4] = std::max(w[4], r.pattern.size());
+  }
+  for (auto& r : rows)
+    fmt::print("{:>{}}  {:<{}}  {:<{}}  {:<{}}  {:<{}}  {}\n", r.id, w[0], r.name, w[1], r.origin, w[2], r.parallelism, w[3],
+               r.pattern, w[4], r.tier);
+}
+
+}  // namespace
 
 Command list_command() {
   return {"list", "List the problems: id, name, origin, parallelism, pattern, tier", [](CLI::App& sub) {
@@ -56,10 +119,7 @@ Command list_command() {
               auto all = discover_problems(problems_dir(*dir));
               std::vector<Spec> specs;
               for (auto& e : all) specs.push_back(load_spec(e.dir));
-              fmt::print("{:>3}  {:<24} {:<36} {:<22} {:<30} {}\n", "id", "name", "origin", "parallelism", "pattern", "tier");
-              for (auto& s : specs)
-                fmt::print("{:>3}  {:<24} {:<36} {:<22} {:<30} T{}\n", s.id, s.name, s.origin.substr(0, 36),
-                           s.parallelism.substr(0, 22), s.pattern.substr(0, 30), s.tier);
+              print_problem_table(specs);
               fmt::print("{} problems in {}\n", specs.size(), problems_dir(*dir).string());
               return 0;
             });
@@ -127,7 +187,9 @@ Command show_command() {
             };
             auto o = std::make_shared<Opts>();
             sub.add_option("problem", o->problem, "Problem id, stem (1_allreduce) or name")->required();
-            sub.add_option("--gpus,-g", o->gpus, "World size W (default: visible GPUs, else 4)")->envname("PKB_GPUS");
+            sub.add_option("--gpus,-g", o->gpus, "World size W (default: visible GPUs, else 4)")
+                ->check(at_least(1, kGpusHint))
+                ->envname("PKB_GPUS");
             sub.add_option("--dtype", o->dtype, "Benchmark dtype D")->envname("PKB_DTYPE");
             sub.add_option("--size,-s", o->size, "Size class (default: the spec's)");
             sub.add_flag("--no-source", o->no_source, "Do not print the baseline source");
@@ -185,9 +247,17 @@ Command build_command() {
             sub.add_option("files", o->files, "Solution .cu files")->required();
             sub.add_option("--arch", o->arch, "nvcc -arch value")->envname("PKB_ARCH");
             sub.add_option("--compile-timeout", o->timeout, "Seconds before nvcc is stopped");
-            sub.add_option("--jobs,-j", o->jobs, "Compile this many files at once");
+            sub.add_option("--jobs,-j", o->jobs, "Compile this many files at once")->check(at_least(1));
             sub.add_flag("--no-cache", o->no_cache, "Rebuild even if cached");
             return std::function<int()>([o] {
+              // Bad paths are bad input: all of them are named and nothing is compiled (exit 2).
+              int bad = 0;
+              for (auto& f : o->files) {
+                std::string why = solution_file_problem(f);
+                if (!why.empty()) std::fprintf(stderr, "pkb: error: %s\n", why.c_str());
+                bad += !why.empty();
+              }
+              if (bad) return 2;
               CompileOptions co;
               co.arch = o->arch;
               co.timeout = std::chrono::seconds(o->timeout);

@@ -38,6 +38,19 @@ Command agent_command();     // cmd_agent.cpp
 /// --oversubscribe (and PKB_OVERSUBSCRIBE=1), declared once for run, eval, sweep and agent.
 void declare_oversubscribe(CLI::App& sub, bool& flag);
 
+/// A CLI11 check that a numeric flag is at least `lo`, run while parsing, so a bad value is a parse
+/// error (exit 2) before any GPU is probed. `hint` follows the bound in the message ("must be at
+/// least 1 (leave --gpus out to use every visible GPU), not 0"). A value that is not a number is
+/// left to CLI11's own conversion message.
+CLI::Validator at_least(double lo, std::string hint = "");
+
+/// The hint every --gpus check gives.
+inline constexpr const char* kGpusHint = " (leave --gpus out to use every visible GPU)";
+
+/// Why `path` cannot be a solution file ("does not exist", "is a directory, not a .cu file", ...),
+/// or "" when it is a regular file. Checked before anything is compiled or launched.
+std::string solution_file_problem(const std::string& path);
+
 /// Directory of the running pkb executable (where pkb-worker lives).
 std::string self_dir();
 

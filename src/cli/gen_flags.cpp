@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "eval/system.hpp"
@@ -11,6 +12,7 @@ namespace pkb::cli {
 
 void declare_prompt_flags(CLI::App& sub, PromptFlags& f) {
   sub.add_option("--gpus,-g", f.gpus, "World size W the solution is written for (default: visible GPUs, else 4)")
+      ->check(at_least(1, kGpusHint))
       ->envname("PKB_GPUS");
   sub.add_option("--size,-s", f.size, "Size class (default: the spec's)")->envname("PKB_SIZE");
   sub.add_option("--dtype", f.dtype, "Benchmark dtype D: bf16, fp16 or fp32")->envname("PKB_DTYPE");

@@ -1,6 +1,8 @@
 // pkb: ParallelKernelBench in C++/CUDA. See README.md, or `pkb --help`.
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <string>
 
@@ -8,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "core/strings.hpp"
+#include "report/record.hpp"
 
 int main(int argc, char** argv) {
   using namespace pkb;
@@ -36,9 +39,12 @@ int main(int argc, char** argv) {
       "its own CUDA. pkb checks every rank's outputs on fresh secret inputs and times both on all ranks.",
       "pkb"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", fmt::format("pkb {} (record schema {})", kHarnessVersion, kSchemaVersion),
+                       "Print pkb's version and exit (`pkb version` also names CUDA, NCCL and the GPUs)");
   app.footer("Examples:\n  pkb list\n  pkb show 1 --gpus 4\n  pkb run 1 --oracle\n"
              "  pkb eval 1 --solution solutions/examples/1_allreduce_oneshot.cu --json results.jsonl\n"
-             "Exit codes: 0 ok, 1 the solution failed, 2 bad input, 3 harness error, 130 interrupted.");
+             "Exit codes: 0 ok, 1 the solution failed, 2 bad input (a bad flag or argument included), 3 harness error,\n"
+             "4 unsupported, 130 interrupted.");
   std::function<int()> handler;
   for (auto& c : table) {
     CLI::App* sub = app.add_subcommand(c.name, c.help);
@@ -48,7 +54,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11 prints its message (help and version to stdout, errors to stderr); its own exit codes
+    // (104-114) are not pkb's: every argument error is bad input.
+    return app.exit(e) == 0 ? 0 : 2;
   }
   install_interrupt_handlers();
   try {

@@ -42,9 +42,10 @@ std::string side_text(const std::optional<ResultRow>& r) {
 
 }  // namespace
 
-ResultsDiff compare_result_files(const std::filesystem::path& a, const std::filesystem::path& b) {
-  ResultsDiff d{a, b, 0, 0, {}};
-  auto ra = read_results(a), rb = read_results(b);
+ResultsDiff compare_result_files(const std::filesystem::path& a, const std::filesystem::path& b, bool strict) {
+  ResultsDiff d{a, b, 0, 0, {}, {}};
+  auto* skipped = strict ? nullptr : &d.skipped;
+  auto ra = read_results(a, nullptr, skipped), rb = read_results(b, nullptr, skipped);
   d.a_records = ra.size();
   d.b_records = rb.size();
   auto ba = best_per_problem(ra), bb = best_per_problem(rb);
@@ -63,6 +64,7 @@ ResultsDiff compare_result_files(const std::filesystem::path& a, const std::file
 std::string format_results_diff(const ResultsDiff& d, bool inspect) {
   std::string o = fmt::format("pkb compare  A: {} ({} records)  B: {} ({} records)\n", d.a.string(), d.a_records,
                               d.b.string(), d.b_records);
+  for (auto& sk : d.skipped) o += "  skipped " + sk + "\n";
   o += "  candidate median per call, speedup over its baseline in brackets; A/B > 1: B is faster\n";
   o += fmt::format("  {:<22} {:<20} {:<32} {:<32} {}\n", "problem", "config", "A", "B", "A/B");
   for (auto& r : d.rows) {

@@ -24,10 +24,12 @@ struct ResultsDiff {
   std::filesystem::path a, b;
   size_t a_records = 0, b_records = 0;
   std::vector<ResultsDiffRow> rows;  // by problem id, then configuration
+  std::vector<std::string> skipped;  // "file:line: why": lines that are not records (unless strict)
 };
 
-/// Reads both files (errors name file:line) and pairs their records.
-ResultsDiff compare_result_files(const std::filesystem::path& a, const std::filesystem::path& b);
+/// Reads both files and pairs their records. A line that is not a record is skipped and listed, or
+/// with `strict` an error naming file:line.
+ResultsDiff compare_result_files(const std::filesystem::path& a, const std::filesystem::path& b, bool strict = false);
 
 /// The table; with `inspect`, each failing record's message under its row.
 std::string format_results_diff(const ResultsDiff& d, bool inspect);

@@ -4,6 +4,7 @@
 #include <nccl.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 
@@ -25,9 +26,17 @@ SystemInfo probe_system() {
   cudaRuntimeGetVersion(&s.cuda_runtime);
   cudaDriverGetVersion(&s.cuda_driver);
   cudaError_t e = cudaGetDeviceCount(&s.gpu_count);
+  // Without a driver the runtime says "driver version is insufficient"; say what that means here.
+  const std::string no_gpu_works = "; list, show, prompt, build, report, compare and generate work without one";
   if (e != cudaSuccess) {
     s.gpu_count = 0;
-    s.error = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    std::string why = cudaGetErrorString(e);
+    if (e == cudaErrorNoDevice && visible)
+      why = "no NVIDIA GPU is visible with CUDA_VISIBLE_DEVICES='" + std::string(visible) + "'" + no_gpu_works;
+    else if (e == cudaErrorNoDevice || (e == cudaErrorInsufficientDriver && s.nvidia_driver.empty()))
+      why = "no NVIDIA GPU or driver was found on this machine" + no_gpu_works;
+    s.error = std::string(cudaGetErrorName(e)) + ": " + why;
     return s;
   }
   if (s.gpu_count > 0) {
@@ -38,7 +47,7 @@ SystemInfo probe_system() {
       s.sm_count = p.multiProcessorCount;
     }
   } else {
-    s.error = "no CUDA device visible";
+    s.error = "no NVIDIA GPU was found on this machine" + no_gpu_works;
   }
   return s;
 }

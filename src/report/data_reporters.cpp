@@ -97,7 +97,7 @@ class JsonReporter : public Reporter {
   void begin(const ReportContext& c) override {
     out_ << "{\"schema_version\": " << kReportSchemaVersion << ",\n \"kind\": \"report\",\n \"inputs\": "
          << json(c.inputs).dump() << ",\n \"records_read\": " << c.records_read << ",\n \"not_eval\": " << c.not_eval
-         << ",\n \"replaced\": " << json(c.replaced).dump() << ",\n \"rejected\": " << json(c.rejected).dump()
+         << ",\n \"replaced\": " << json(c.replaced).dump() << ",\n \"rejected\": " << json(c.rejected).dump() << ",\n \"skipped\": " << json(c.skipped).dump()
          << ",\n \"records\": [";
   }
   void record(const ResultRow& r) override {
@@ -168,6 +168,9 @@ std::string describe_inputs(const ReportContext& c) {
   if (!c.rejected.empty())
     s += fmt::format("; {} line{} REJECTED as not written by pkb's driver (listed on stderr)", c.rejected.size(),
                      c.rejected.size() == 1 ? "" : "s");
+  if (!c.skipped.empty())
+    s += fmt::format("; {} line{} skipped as not records (listed on stderr; --strict makes it an error)", c.skipped.size(),
+                     c.skipped.size() == 1 ? "" : "s");
   return s;
 }
 

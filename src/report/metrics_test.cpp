@@ -91,6 +91,28 @@ TEST(Results, RooflinePercentPrefersTheFloorOverPct) {
   EXPECT_FALSE(roofline_percent(nlohmann::json::object(), 10.0));
 }
 
+// A file cut short by a crash, or a stray line, costs only that line (named by file:line) unless
+// the caller asks for strictness.
+TEST(Results, BadLinesAreSkippedAndNamedUnlessStrict) {
+  auto dir = std::filesystem::temp_directory_path() / ("pkb_results_skip_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  nlohmann::json no_status = testing::record_json(Rec{});
+  no_status.erase("status");
+  std::ofstream(dir / "cut.jsonl") << testing::record_json(Rec{}).dump() << "\n{\"problem\": {\"id\": 1, \"st\n"
+                                   << no_status.dump() << "\n" << testing::record_json(Rec{}).dump() << "\n";
+  EXPECT_THROW(read_results(dir / "cut.jsonl"), Error);
+  std::vector<std::string> skipped;
+  auto rows = read_results(dir / "cut.jsonl", nullptr, &skipped);
+  EXPECT_EQ(rows.size(), 2u);
+  ASSERT_EQ(skipped.size(), 2u);
+  EXPECT_NE(skipped[0].find("cut.jsonl:2"), std::string::npos) << skipped[0];
+  EXPECT_NE(skipped[1].find("cut.jsonl:3"), std::string::npos) << skipped[1];
+  auto report = load_report({dir / "cut.jsonl"}, false);
+  EXPECT_EQ(report.context.skipped.size(), 2u);
+  EXPECT_THROW(load_report({dir / "cut.jsonl"}, false, true), Error);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Results, BadRecordsNameFileAndLine) {
   auto dir = std::filesystem::temp_directory_path() / ("pkb_results_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);

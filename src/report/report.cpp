@@ -17,13 +17,13 @@ LoadedReport make_report(std::vector<ResultRow> rows, std::vector<std::string> i
   return r;
 }
 
-LoadedReport load_report(const std::vector<std::filesystem::path>& files, bool verify) {
+LoadedReport load_report(const std::vector<std::filesystem::path>& files, bool verify, bool strict) {
   if (files.empty()) fail(Errc::invalid_argument, "pkb report needs at least one results file (JSON Lines from pkb eval --json)");
   std::vector<ResultRow> all;
-  std::vector<std::string> names;
+  std::vector<std::string> names, skipped;
   RecordTrust trust{record_key(false), {}, 0};
   for (auto& f : files) {
-    auto rows = read_results(f, verify ? &trust : nullptr);
+    auto rows = read_results(f, verify ? &trust : nullptr, strict ? nullptr : &skipped);
     all.insert(all.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
     names.push_back(f.string());
   }
@@ -31,6 +31,7 @@ LoadedReport load_report(const std::vector<std::filesystem::path>& files, bool v
   r.context.records_read += trust.rejected.size();
   r.context.rejected = std::move(trust.rejected);
   r.context.unsigned_kept = trust.unsigned_kept;
+  r.context.skipped = std::move(skipped);
   return r;
 }
 

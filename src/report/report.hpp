@@ -20,7 +20,9 @@ struct LoadedReport {
 /// problem and sample). Throws Error(invalid_argument) when no file is given, and the reader's
 /// errors (not_found, parse_error naming file:line).
 /// With `verify`, lines without a valid MAC (report/record_mac.hpp) are rejected and listed.
-LoadedReport load_report(const std::vector<std::filesystem::path>& files, bool verify = true);
+/// With `strict`, a line that is not a record is an error; else it is left out and listed in
+/// context.skipped.
+LoadedReport load_report(const std::vector<std::filesystem::path>& files, bool verify = true, bool strict = false);
 
 /// Builds the report from rows already in memory (tests, other tools); `inputs` names their origin.
 LoadedReport make_report(std::vector<ResultRow> rows, std::vector<std::string> inputs);

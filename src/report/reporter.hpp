@@ -30,6 +30,7 @@ struct ReportContext {
   size_t not_eval = 0;                // records of other kinds (run, sweep) left out
   std::vector<std::string> replaced;  // duplicates: which record replaced which (last wins)
   std::vector<std::string> rejected;  // "file:line: why": lines pkb's driver did not write (record_mac.hpp)
+  std::vector<std::string> skipped;   // "file:line: why": lines that are not records (left out unless --strict)
   size_t unsigned_kept = 0;           // records without a MAC, kept (files written before records were signed)
 };
 

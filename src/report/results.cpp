@@ -89,7 +89,8 @@ ResultRow row_from_json(const json& j, const std::string& source) {
   return r;
 }
 
-std::vector<ResultRow> read_results(const std::filesystem::path& file, RecordTrust* trust) {
+std::vector<ResultRow> read_results(const std::filesystem::path& file, RecordTrust* trust,
+                                    std::vector<std::string>* skipped) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec)) fail(Errc::not_found, "results file " + file.string() + " does not exist");
   std::ifstream in(file);
@@ -103,11 +104,17 @@ std::vector<ResultRow> read_results(const std::filesystem::path& file, RecordTru
     std::string source = file.string() + ":" + std::to_string(n);
     json j;
     try {
-      j = json::parse(line);
-    } catch (const json::exception& e) {
-      fail(Errc::parse_error, source + ": not a JSON record (" + e.what() + ")");
+      try {
+        j = json::parse(line);
+      } catch (const json::exception& e) {
+        fail(Errc::parse_error, source + ": not a JSON record (" + e.what() + ")");
+      }
+      rows.push_back(row_from_json(j, source));
+    } catch (const Error& e) {
+      if (!skipped) throw;
+      skipped->push_back(e.what());  // already "file:line: why"
+      continue;
     }
-    rows.push_back(row_from_json(j, source));
     if (trust) {
       std::string mac = j.is_object() && j.contains("mac") && j["mac"].is_string() ? j["mac"].get<std::string>() : "";
       sources.push_back(source);

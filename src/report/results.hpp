@@ -51,9 +51,12 @@ std::optional<double> roofline_percent(const nlohmann::json& roofline, std::opti
 ResultRow row_from_json(const nlohmann::json& j, const std::string& source);
 
 /// Every record of a JSON Lines file, in file order (blank lines skipped). Throws
-/// Error(not_found) for a missing file and Error(parse_error) naming file:line for a bad line.
+/// Error(not_found) for a missing file. A bad line (not JSON, or a record without its problem or
+/// status) is Error(parse_error) naming file:line, or, with `skipped`, left out and listed there as
+/// "file:line: why" (a file cut short by a crash keeps its other records readable).
 /// With `trust`, each record's MAC is checked (report/record_mac.hpp): lines the driver did not
 /// write are left out and named in trust->rejected.
-std::vector<ResultRow> read_results(const std::filesystem::path& file, RecordTrust* trust = nullptr);
+std::vector<ResultRow> read_results(const std::filesystem::path& file, RecordTrust* trust = nullptr,
+                                    std::vector<std::string>* skipped = nullptr);
 
 }  // namespace pkb

@@ -1,8 +1,12 @@
 // `pkb run`, `eval` and `sweep` through the real binary: input that is wrong whatever the machine
-// (an unknown size class, dtype or world size) is named as such before any GPU is looked for, so
-// that the message is the same on a laptop and on a GPU node, and nothing is launched.
+// (an unknown size class, dtype or world size, a count below 1, a negative tolerance, a path that
+// is not a file) is named as such before any GPU is looked for, so that the message is the same on
+// a laptop and on a GPU node, and nothing is launched. Also the CLI's exit codes for argument
+// errors, `pkb list`'s columns and the message where no GPU or driver is found.
 #include <gtest/gtest.h>
 #include <unistd.h>
+
+#include <sstream>
 
 #include "pkb_cli.hpp"
 
@@ -15,12 +19,13 @@ class EvalCli : public ::testing::Test {
   void SetUp() override { fs::create_directories(dir); }
   void TearDown() override { fs::remove_all(dir); }
 
-  /// Runs pkb and expects a failure whose stderr names `what`, and no mention of GPUs.
-  void expect_rejected(const std::vector<std::string>& args, const std::string& what) {
-    auto r = testing::run_pkb(args, dir);
+  /// Runs pkb and expects bad input (exit 2) whose stderr names `what`, and no mention of GPUs.
+  void expect_rejected(const std::vector<std::string>& args, const std::string& what,
+                       std::vector<std::pair<std::string, std::string>> env = {}) {
+    auto r = testing::run_pkb(args, dir, std::move(env));
     std::string cmd;
     for (auto& a : args) cmd += a + " ";
-    EXPECT_NE(r.rc, 0) << cmd;
+    EXPECT_EQ(r.rc, 2) << cmd << "\nstderr: " << r.err;
     EXPECT_NE(r.err.find(what), std::string::npos) << cmd << "\nstderr: " << r.err;
     EXPECT_EQ(r.err.find("GPU is visible"), std::string::npos) << cmd << ": checked the GPUs first\n" << r.err;
   }
@@ -42,6 +47,86 @@ TEST_F(EvalCli, UnsupportedDtypeAndWorldSizeAreNamed) {
   expect_rejected({"run", "1", "--gpus", "9"}, "runs on 2 to 8 GPUs, not 9");
   expect_rejected({"eval", "1", "--solution", "reference", "--dtype", "fp99"},
                   "unknown dtype 'fp99' (bf16, fp16, fp32, fp64, int8, uint8, int32, int64, bool, fp8_e4m3)");
+}
+
+TEST_F(EvalCli, ArgumentErrorsExitTwoWithCli11sMessage) {
+  expect_rejected({}, "A subcommand is required");
+  expect_rejected({"run"}, "problem is required");
+  expect_rejected({"run", "1", "--gpus", "abc"}, "Could not convert: --gpus = abc");
+  expect_rejected({"list", "extra"}, "The following argument was not expected: extra");
+  expect_rejected({"eval", "1", "--no-such-flag"}, "--no-such-flag");
+  auto version = testing::run_pkb({"--version"}, dir);
+  EXPECT_EQ(version.rc, 0) << version.err;
+  EXPECT_NE(version.out.find("record schema"), std::string::npos) << version.out;
+  auto help = testing::run_pkb({"--help"}, dir);
+  EXPECT_EQ(help.rc, 0) << help.err;
+  EXPECT_NE(help.out.find("Exit codes"), std::string::npos) << help.out;
+}
+
+TEST_F(EvalCli, CountsAndTolerancesAreCheckedWhileParsing) {
+  std::string gpus = "--gpus: must be at least 1 (leave --gpus out to use every visible GPU), not ";
+  expect_rejected({"run", "1", "--gpus", "0"}, gpus + "0");
+  expect_rejected({"eval", "1", "--solution", "reference", "-g", "-2"}, gpus + "-2");
+  expect_rejected({"run", "1"}, gpus + "0", {{"PKB_GPUS", "0"}});
+  for (std::string cmd : {"show", "sweep", "prompt"}) expect_rejected({cmd, "1", "--gpus", "0"}, gpus + "0");
+  expect_rejected({"calibrate", "--gpus", "0"}, gpus + "0");
+  expect_rejected({"eval", "1", "--solution", "reference", "--atol", "-1"}, "--atol: must be at least 0, not -1");
+  expect_rejected({"run", "1", "--rtol", "-0.5"}, "--rtol: must be at least 0, not -0.5");
+  expect_rejected({"compare", "a", "b", "--atol", "-1"}, "--atol: must be at least 0");
+  expect_rejected({"run", "1", "--iters", "0"}, "--iters: must be at least 1, not 0");
+  expect_rejected({"eval", "1", "--solution", "reference", "--trials", "0"}, "--trials: must be at least 1, not 0");
+  expect_rejected({"sweep", "1", "--iters", "0"}, "--iters: must be at least 1");
+  expect_rejected({"run", "1", "-M", "0"}, "-M: must be at least 1, not 0");
+}
+
+TEST_F(EvalCli, BadSolutionPathsAreBadInputOnStderr) {
+  fs::create_directories(dir / "sols");
+  auto r = testing::run_pkb({"build", "missing.cu", "sols"}, dir);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_EQ(r.out, "") << "nothing is compiled, nothing goes to stdout";
+  EXPECT_NE(r.err.find("solution file missing.cu does not exist"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("solution file sols is a directory, not a .cu file"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("sols does not exist"), std::string::npos) << r.err;
+  expect_rejected({"run", "1", "--solution", "sols"}, "solution file sols is a directory");
+  expect_rejected({"eval", "1", "--solution", "missing.cu"}, "solution file missing.cu does not exist");
+}
+
+TEST_F(EvalCli, ListAlignsItsColumnsAndKeepsNamesWhole) {
+  auto r = testing::run_pkb({"list"}, dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string header;
+  std::getline(lines, header);
+  std::vector<size_t> starts;
+  for (auto col : {"name", "origin", "parallelism", "pattern", "tier"}) starts.push_back(header.find(col));
+  for (size_t i = 0; i < starts.size(); ++i) ASSERT_NE(starts[i], std::string::npos) << header;
+  int rows = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(" problems in ") != std::string::npos) continue;
+    ++rows;
+    for (size_t c : starts) {
+      ASSERT_LT(c, line.size()) << line;
+      EXPECT_EQ(line[c - 1], ' ') << "a column runs into the next at " << c << ":\n" << header << "\n" << line;
+      EXPECT_NE(line[c], ' ') << "column not at " << c << ":\n" << header << "\n" << line;
+    }
+    EXPECT_EQ(line[starts.back()], 'T') << line;
+  }
+  EXPECT_GT(rows, 40);
+  EXPECT_NE(r.out.find(" ulysses_all_gather_into_tensor_primitive "), std::string::npos) << "the longest name is whole";
+}
+
+TEST_F(EvalCli, NoGpuSaysSoAndWhatWorksWithoutOne) {
+  // Hiding every device gives the same answer on a GPU node as on a machine without a driver.
+  auto r = testing::run_pkb({"run", "1"}, dir, {{"CUDA_VISIBLE_DEVICES", ""}});
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("no NVIDIA GPU"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("list, show, prompt, build, report, compare and generate work without one"), std::string::npos) << r.err;
+  auto version = testing::run_pkb({"version"}, dir);
+  ASSERT_EQ(version.rc, 0) << version.err;
+  // A driver that is present but too old keeps CUDA's own words; only a machine without one is checked here.
+  if (version.out.find("GPUs visible: 0") == std::string::npos || fs::exists("/proc/driver/nvidia/version")) return;
+  EXPECT_EQ(version.out.find("driver version is insufficient"), std::string::npos) << version.out;
+  EXPECT_NE(version.out.find("work without one"), std::string::npos) << version.out;
 }
 
 }  // namespace
