@@ -47,6 +47,9 @@ Command sweep_command() {
               if (!b || !e) throw Error(Errc::invalid_argument, "sweep: -b/-e take sizes such as 8K, 1M, 1G");
               o->s.begin_bytes = *b;
               o->s.end_bytes = *e;
+              // A reversed range or a factor <= 1 is bad input whatever the machine: say so before
+              // the GPUs are looked for.
+              if (o->s.classes.empty()) (void)sweep_sizes(o->s.begin_bytes, o->s.end_bytes, o->s.factor);
               o->s.eval.compile.arch = o->arch;
               o->s.eval.progress = !o->quiet && isatty(2);
               o->s.eval.worker_exe = self_dir() + "/pkb-worker";

@@ -118,10 +118,20 @@ Command list_command() {
             return std::function<int()>([dir] {
               auto all = discover_problems(problems_dir(*dir));
               std::vector<Spec> specs;
-              for (auto& e : all) specs.push_back(load_spec(e.dir));
+              size_t broken = 0;
+              for (auto& e : all) {
+                // One broken spec must not hide the others: it is named on stderr, the rest listed.
+                try {
+                  specs.push_back(load_spec(e.dir));
+                } catch (const Error& err) {
+                  ++broken;
+                  fmt::print(stderr, "pkb list: skipped {}: {}\n", e.stem, err.what());
+                }
+              }
               print_problem_table(specs);
-              fmt::print("{} problems in {}\n", specs.size(), problems_dir(*dir).string());
-              return 0;
+              fmt::print("{} problems in {}{}\n", specs.size(), problems_dir(*dir).string(),
+                         broken ? fmt::format(" ({} with a broken spec.toml, named on stderr)", broken) : "");
+              return broken ? 1 : 0;
             });
           }};
 }

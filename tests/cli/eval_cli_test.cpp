@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <sstream>
 
 #include "pkb_cli.hpp"
@@ -127,6 +128,27 @@ TEST_F(EvalCli, NoGpuSaysSoAndWhatWorksWithoutOne) {
   if (version.out.find("GPUs visible: 0") == std::string::npos || fs::exists("/proc/driver/nvidia/version")) return;
   EXPECT_EQ(version.out.find("driver version is insufficient"), std::string::npos) << version.out;
   EXPECT_NE(version.out.find("work without one"), std::string::npos) << version.out;
+}
+
+TEST_F(EvalCli, SweepRangesAreCheckedBeforeTheGpus) {
+  expect_rejected({"sweep", "1", "-b", "1M", "-e", "4K"}, "need 0 < -b <= -e");
+  expect_rejected({"sweep", "1", "-f", "1"}, "the factor -f must be greater than 1");
+}
+
+// One broken spec.toml is named on stderr (with its error) and the other problems are still listed;
+// the exit status says that something was wrong.
+TEST_F(EvalCli, ListNamesABrokenSpecAndListsTheRest) {
+  fs::path problems = dir / "problems";
+  fs::create_directories(problems);
+  fs::copy(fs::path(PKB_TEST_SOURCE_DIR) / "problems" / "1_allreduce", problems / "1_allreduce", fs::copy_options::recursive);
+  fs::create_directories(problems / "2_broken");
+  std::ofstream(problems / "2_broken" / "spec.toml") << "id = 2\nname = \"broken\"\nthis is not toml\n";
+  auto r = testing::run_pkb({"list", "--problems-dir", problems.string()}, dir);
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_NE(r.err.find("pkb list: skipped 2_broken:"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("allreduce"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 problems in"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 with a broken spec.toml"), std::string::npos) << r.out;
 }
 
 }  // namespace
