@@ -158,6 +158,14 @@ TEST(Poison, PatternsAreNaNForFloats) {
   }
 }
 
+TEST(Poison, ABoolPoisonIsNeverAWrittenValue) {
+  for (uint64_t bits = 0; bits < 4096; ++bits) {
+    uint64_t p = poison_pattern(DType::boolean, bits * 0x9E3779B97F4A7C15ull);
+    EXPECT_GE(p, 2u);
+    EXPECT_LE(p, 255u);
+  }
+}
+
 TEST(Digest, DetectsAnyChangeAndPosition) {
   std::vector<uint32_t> a(1024);
   for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint32_t>(i * 2654435761u);

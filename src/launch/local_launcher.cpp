@@ -42,12 +42,17 @@ class LocalJob : public Job {
     exits_.resize(world);
   }
   ~LocalJob() override {
+    // NCCL unlinks its segments when every rank exits cleanly; only a killed or failed job leaves
+    // any, and cleaning up after a clean one could only hit other jobs' segments.
+    bool clean = true;
+    for (int r = 0; r < world(); ++r)
+      clean &= pids_[r] <= 0 || (exits_[r] && exits_[r]->exited && exits_[r]->code == 0);
     kill();
     wait_all(Clock::now() + std::chrono::seconds(10));
     for (int fd : fds_)
       if (fd >= 0) close(fd);
     cgroup_.reset();  // kills any straggler, removes the cgroup
-    clean_shm();
+    if (!clean) clean_shm();
   }
 
   std::string containment() const override { return cgroup_ ? cgroup_->kind() : "process-group"; }
@@ -163,12 +168,41 @@ class LocalJob : public Job {
     return out;
   }
 
+  /// The /dev/shm names that live processes have mapped (those whose maps can be read: all of them
+  /// for root, the user's own otherwise).
+  static std::vector<std::string> shm_in_use() {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+      std::string pid = e.path().filename().string();
+      if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream maps(e.path() / "maps");
+      std::string line;
+      while (std::getline(maps, line)) {
+        auto at = line.find("/dev/shm/");
+        if (at != std::string::npos) out.push_back(line.substr(at + 9));
+      }
+      // Open but not yet mapped (a segment between its creation and its mmap).
+      std::error_code fec;
+      for (auto& fd : std::filesystem::directory_iterator(e.path() / "fd", fec)) {
+        std::error_code lec;
+        std::string target = std::filesystem::read_symlink(fd.path(), lec).string();
+        if (!lec && target.rfind("/dev/shm/", 0) == 0) out.push_back(target.substr(9));
+      }
+    }
+    return out;
+  }
+
   /// NCCL's shared-memory segments outlive processes that were killed: remove the ones this job
-  /// created (new since it started, named nccl-*).
+  /// created — new since it started, named nccl-*, and mapped by no live process. (Once this job's
+  /// processes are gone, a new segment still mapped belongs to another job running beside this one;
+  /// removing it broke that job's NCCL with "unhandled system error".)
   void clean_shm() {
     std::error_code ec;
+    std::vector<std::string> in_use = shm_in_use();
     for (auto& name : shm_entries())
-      if (name.rfind("nccl", 0) == 0 && std::find(shm_before_.begin(), shm_before_.end(), name) == shm_before_.end())
+      if (name.rfind("nccl", 0) == 0 && std::find(shm_before_.begin(), shm_before_.end(), name) == shm_before_.end() &&
+          std::find(in_use.begin(), in_use.end(), name) == in_use.end())
         std::filesystem::remove(std::filesystem::path("/dev/shm") / name, ec);
   }
 
