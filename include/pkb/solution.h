@@ -1,4 +1,4 @@
-/* pkb solution ABI, version 1.
+/* pkb solution ABI, version 2.
  *
  * A solution (a candidate, or a problem's baseline `reference.cu`) is one .cu file that includes
  * this header and defines three extern "C" entry points:
@@ -45,8 +45,16 @@
  * Libraries: every solution links NCCL, cuBLAS and cuBLASLt; one whose .cu includes <cufft.h> (or
  * <cufftXt.h>) also links cuFFT, and one that includes <cudnn.h> (or a <cudnn_*.h>) links cuDNN 9.
  *
+ * Parameters: ctx->params lists the problem's integer parameters (sizes, W, the spec's `params`)
+ * and its per-call parameters (spec `step = { trial_low = 1, trial_high = 7 }`), whose value
+ * changes from call to call: read it with ctx->param inside every pkb_run, never cache it in
+ * pkb_init (there it holds trial_low). Real-valued parameters (spec `lr = 1e-3`) are not in
+ * ctx->params: read them with ctx->fparam (ABI 2), which also returns integer parameters as doubles.
+ *
  * The ABI is plain C structs and function pointers so that the harness and a solution built by
  * different compilers agree; it only grows by appending fields (abi_version tells which).
+ * Version 2 appended ctx->fparam; pkb_param is unchanged, so that a solution built against
+ * version 1 still reads ctx->params and ctx->param as before.
  */
 #ifndef PKB_SOLUTION_H_
 #define PKB_SOLUTION_H_
@@ -64,7 +72,7 @@ struct ncclDevComm;
 typedef struct ncclDevComm ncclDevComm;
 #endif
 
-#define PKB_ABI_VERSION 1
+#define PKB_ABI_VERSION 2
 #define PKB_MAX_DIMS 8
 /* LSA barriers in ctx->devcomm (index them 0..PKB_DEVCOMM_LSA_BARRIERS-1, e.g. one per block). */
 #define PKB_DEVCOMM_LSA_BARRIERS 256
@@ -125,7 +133,8 @@ typedef struct pkb_topology {
   const char* gpu_name;
 } pkb_topology;
 
-/* A named integer parameter of the problem instance (M, N, root, ...). */
+/* A named integer parameter of the problem instance (M, N, root, ..., and per-call ones such as an
+ * optimizer step, whose value is the current call's). */
 typedef struct pkb_param {
   const char* name;
   int64_t value;
@@ -158,11 +167,15 @@ struct pkb_context {
   void (*set_error)(pkb_context* ctx, const char* message);
   /* Look up a declared sub-group by name; NULL if the problem declares none of that name. */
   const pkb_group* (*find_group)(const pkb_context* ctx, const char* name);
-  /* Look up a parameter by name; returns `fallback` if absent. */
+  /* Look up an integer parameter by name; returns `fallback` if absent (and for a real-valued one). */
   int64_t (*param)(const pkb_context* ctx, const char* name, int64_t fallback);
 
   void* user;                     /* the solution's own state */
   void* harness;                  /* private to the harness */
+
+  /* ABI 2 (ctx->abi_version >= 2). Look up a real-valued parameter (spec `lr = 1e-3`) by name, or an
+   * integer one as a double; returns `fallback` if absent. */
+  double (*fparam)(const pkb_context* ctx, const char* name, double fallback);
 };
 
 /* The entry points a solution defines. */

@@ -156,13 +156,17 @@ std::string dist_text(const Dist& d) {
     case DistKind::split:
       return fmt::format("split: {} of a shared random W x W count matrix, every row and column summing to {}",
                          d.a == 0.0 ? "row rank (sends)" : "column rank (receives)", d.lo);
+    case DistKind::spread: return fmt::format("held-out: uniform[{}, {}) * 2^-s, s in 0..7", d.lo * d.a, d.hi * d.a);
   }
   return "?";
 }
 
-std::string input_text(const TensorPlan& t) {
+std::string input_text(const TensorPlan& t, const TensorSpec& spec) {
   std::string s = dist_text(t.dist);
   if (t.dist.shared && t.dist.kind != DistKind::split) s += ", same on every rank";
+  if (t.dist.share_group >= 0) s += fmt::format(", same on ranks of equal `{}`", spec.init.shared_by.text());
+  if (t.dist.heldout)
+    s += fmt::format("; held-out calls: uniform[{}, {}) * 2^-s, s in 0..7", t.dist.lo * t.dist.a, t.dist.hi * t.dist.a);
   if (t.mutable_) s += "; modified in place by the problem";
   return s;
 }
@@ -179,7 +183,7 @@ void print_tensors(const Instance& inst, bool inputs) {
       const TensorPlan& t = get(start);
       std::string who = start == r - 1 ? fmt::format("rank {}", start) : fmt::format("ranks {}-{}", start, r - 1);
       fmt::print("  {:<14} {:<10} {:<28} {:>10}  {}\n", t.name, who, shape_text(t.shape, t.dtype), format_bytes(static_cast<double>(t.bytes())),
-                 inputs ? input_text(t) : "compared: " + comparison_text(t.compare));
+                 inputs ? input_text(t, inst.spec->inputs[i]) : "compared: " + comparison_text(t.compare));
       start = r;
     }
   }
@@ -225,6 +229,13 @@ Command show_command() {
                 fmt::print(")");
               }
               fmt::print("\n  tolerance: atol {} rtol {}\n", inst.tolerance.atol, inst.tolerance.rtol);
+              if (!s.params.empty() || !inst.float_params.empty() || !inst.trial_params.empty()) {
+                fmt::print("  params:");
+                for (auto& [k, e] : s.params) fmt::print(" {}={}", k, inst.vars.at(k));
+                for (auto& [k, x] : inst.float_params) fmt::print(" {}={} (real)", k, x);
+                for (auto& p : inst.trial_params) fmt::print(" {} in [{}, {}] (per call)", p.name, p.low, p.high);
+                fmt::print("\n");
+              }
               fmt::print("\nInstance W={} dtype={} size={}:\n inputs\n", w, to_string(*d), inst.size_name);
               print_tensors(inst, true);
               fmt::print(" outputs\n");

@@ -70,7 +70,20 @@ std::string shape_text(DType d, const std::vector<long long>& shape) {
   return s + "]";
 }
 
-TensorFinding compare_tensors(const std::string& file, const NamedTensor& a, const NamedTensor& b, Tolerance tol) {
+/// A's held-out bound for tensor `name` (dumped as "heldout_rtol.<name>" for a held-out trial's
+/// outputs), or 0.
+double heldout_rtol_of(const SafetensorsFile& a, const std::string& name) {
+  auto it = a.metadata.find("heldout_rtol." + name);
+  if (it == a.metadata.end()) return 0.0;
+  try {
+    return std::stod(it->second);
+  } catch (const std::exception&) {
+    return 0.0;
+  }
+}
+
+TensorFinding compare_tensors(const std::string& file, const NamedTensor& a, const NamedTensor& b, Tolerance tol,
+                              double heldout_rtol) {
   TensorFinding f{file, a.name, FindingKind::agree, a.dtype, a.shape, {}, false, {}};
   if (a.dtype != b.dtype) {
     f.kind = FindingKind::dtype_differs;
@@ -80,7 +93,9 @@ TensorFinding compare_tensors(const std::string& file, const NamedTensor& a, con
     f.detail = fmt::format("A {}, B {}", shape_text(a.dtype, a.shape), shape_text(b.dtype, b.shape));
   } else {
     f.bitwise_equal = a.bytes == b.bytes;
-    f.stats = compare_bytes(b.bytes, a.bytes, a.dtype, tol);  // A is the expected side
+    Comparison c = default_comparison(a.dtype, tol);
+    c.heldout_rtol = heldout_rtol;
+    f.stats = compare_bytes(b.bytes, a.bytes, a.dtype, for_call(c, heldout_rtol > 0));  // A is the expected side
     f.kind = f.stats.ok() ? FindingKind::agree : FindingKind::differ;
   }
   return f;
@@ -99,7 +114,7 @@ void compare_files(const fs::path& a, const fs::path& b, const std::string& rel,
   ++out.files;
   for (auto& ta : fa.tensors) {
     const NamedTensor* tb = fb.find(ta.name);
-    if (tb) out.findings.push_back(compare_tensors(rel, ta, *tb, tol));
+    if (tb) out.findings.push_back(compare_tensors(rel, ta, *tb, tol, heldout_rtol_of(fa, ta.name)));
     else out.findings.push_back({rel, ta.name, FindingKind::only_in_a, ta.dtype, ta.shape, {}, false, {}});
   }
   for (auto& tb : fb.tensors)

@@ -11,6 +11,7 @@
 #include "core/poison.hpp"
 #include "core/stats.hpp"
 #include "core/strings.hpp"
+#include "core/trial_param.hpp"
 
 namespace pkb {
 namespace {
@@ -93,6 +94,41 @@ TEST(Generate, SharedInputsIgnoreTheRank) {
   EXPECT_EQ(input_key(5, 1, 3, 2, d), rng::tensor_key(5, 1, 3, 2));
 }
 
+TEST(Generate, SharedByGroupsDrawAlikeWithinAGroupOnly) {
+  Dist d;
+  d.share_group = 1;
+  Dist e = d;
+  EXPECT_EQ(input_key(5, 1, 2, 0, d), input_key(5, 1, 3, 0, e));  // ranks 2 and 3, one group
+  e.share_group = 0;
+  EXPECT_NE(input_key(5, 1, 2, 0, d), input_key(5, 1, 0, 0, e));  // another group
+  Dist plain, shared;
+  shared.shared = true;
+  for (uint64_t r = 0; r < 8; ++r) EXPECT_NE(input_key(5, 1, 2, 0, d), input_key(5, 1, r, 0, plain));
+  EXPECT_NE(input_key(5, 1, 2, 0, d), input_key(5, 1, 2, 0, shared));
+  EXPECT_NE(input_key(5, 1, 2, 0, d), input_key(5, 1, 2, 1, d));  // tensors still differ
+  EXPECT_TRUE(same_draw(d, e));  // listed together: the group is a function of the rank
+  EXPECT_FALSE(same_draw(d, plain));
+}
+
+TEST(TrialParams, StayInRangeVaryPerCallAndAreDeterministic) {
+  TrialParam p{"step", 1, 7};
+  std::set<long long> seen;
+  for (uint64_t call = 0; call < 200; ++call) {
+    long long v = trial_param_value(rng::mix64(call), call, 0, p);
+    EXPECT_GE(v, 1);
+    EXPECT_LE(v, 7);
+    EXPECT_EQ(v, trial_param_value(rng::mix64(call), call, 0, p));
+    seen.insert(v);
+  }
+  EXPECT_EQ(seen.size(), 7u);
+  TrialParam fixed{"k", 3, 3};
+  EXPECT_EQ(trial_param_value(9, 9, 0, fixed), 3);
+  int differ = 0;  // two parameters of one call are drawn independently
+  TrialParam wide{"x", 0, 1000000};
+  for (uint64_t call = 0; call < 20; ++call) differ += trial_param_value(call, call, 0, wide) != trial_param_value(call, call, 1, wide);
+  EXPECT_GT(differ, 15);
+}
+
 TEST(Generate, NormalHasUnitMomentsAndIsDeterministic) {
   Dist d;  // standard normal
   const size_t n = 200000;
@@ -130,6 +166,51 @@ TEST(Generate, GridSumsAreExactInBf16) {
   double s = 0;
   for (int i = 0; i < 8; ++i) s += num::bf16_to_float(buf[i]);
   EXPECT_EQ(num::bf16_to_float(num::float_to_bf16(static_cast<float>(s))), s);
+}
+
+TEST(Generate, HeldOutCallsRedrawFloatingGridsOffTheGridWithMixedMagnitudes) {
+  Dist g;
+  g.kind = DistKind::grid;
+  g.a = 1.0 / 16;
+  g.lo = -32;
+  g.hi = 32;
+  EXPECT_EQ(held_out(g).kind, DistKind::grid);  // not marked: held-out calls draw it as usual
+  g.heldout = true;
+  Dist h = held_out(g);
+  EXPECT_EQ(h.kind, DistKind::spread);
+  EXPECT_EQ(held_out(h).kind, DistKind::spread);
+  Dist n;  // continuous already: unchanged even if marked
+  n.heldout = true;
+  EXPECT_EQ(held_out(n).kind, DistKind::normal);
+  EXPECT_FALSE(heldout_trial(0));
+  EXPECT_TRUE(heldout_trial(1));
+  EXPECT_FALSE(heldout_trial(2));
+
+  const size_t count = 20000;
+  std::vector<float> f(count);
+  std::vector<double> d(count);
+  size_t off_grid = 0, small = 0, positive = 0;
+  for (size_t i = 0; i < count; ++i) {
+    generate_element(f.data(), DType::fp32, h, 1234, i);
+    generate_element(d.data(), DType::fp64, h, 1234, i);
+    EXPECT_GE(f[i], -2.0f);
+    EXPECT_LT(f[i], 2.0f);
+    EXPECT_GE(d[i], -2.0);
+    EXPECT_LT(d[i], 2.0);
+    off_grid += f[i] * 16 != std::round(f[i] * 16);
+    small += std::fabs(f[i]) < 0.125f;
+    positive += f[i] > 0;
+  }
+  EXPECT_GT(off_grid, count * 95 / 100);   // an int8 code of 16 x loses them
+  EXPECT_GT(small, count * 40 / 100);      // scales down to 2^-7 (about half the draws are < 1/8)
+  EXPECT_NEAR(double(positive) / count, 0.5, 0.02);
+  // The same bits on every call (host and device share this code; the kernel calls it too).
+  std::vector<uint16_t> a(64), b(64);
+  for (size_t i = 0; i < a.size(); ++i) {
+    generate_element(a.data(), DType::bf16, h, 77, i);
+    generate_element(b.data(), DType::bf16, h, 77, i);
+  }
+  EXPECT_EQ(a, b);
 }
 
 TEST(Numeric, Bf16RoundsToNearestEven) {

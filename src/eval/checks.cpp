@@ -86,7 +86,7 @@ void check_trials(const Instance& inst, const StepResult& base, const StepResult
         const std::string& want = base.trials[t][r].outputs[o];
         identical &= got == want;
         uint64_t poison = parse_hex(cand.trials[t][r].meta.at("outputs").at(o).at("poison"));
-        CompareStats s = compare_bytes(got, want, tp.dtype, tp.compare, poison);
+        CompareStats s = compare_bytes(got, want, tp.dtype, for_call(tp.compare, inst.heldout && heldout_trial(t)), poison);
         rec.add_check(s.ok(), trial_what(static_cast<int>(t), static_cast<int>(r), "output", tp.name) + " vs baseline",
                       s.ok() ? "" : describe_mismatch(s, tp.shape), to_json(s, tp.shape));
       }
@@ -99,9 +99,8 @@ namespace {
 struct SampleView {
   const std::string* blob = nullptr;
   size_t offset = 0, k = 0, esz = 0;
-  double at(size_t call, size_t j, DType d) const {
-    return load_as_double(blob->data() + offset + (call * k + j) * esz, d, 0);
-  }
+  /// The k sampled values of one call, as raw bytes.
+  std::string_view call(size_t i) const { return {blob->data() + offset + i * k * esz, k * esz}; }
 };
 
 std::vector<SampleView> sample_views(const RankTiming& rt, const RankPlan& plan, int iters) {
@@ -161,17 +160,13 @@ void check_timed_calls(const Instance& inst, const StepResult& base, const StepR
           msg = "the output changed after pkb_run returned (work left running, or peers writing after this rank's call)";
         else if (unw) msg = std::to_string(unw) + " elements never written";
         else if (nf > bo.at("nonfinite").at(i).get<unsigned long long>()) msg = std::to_string(nf) + " elements are NaN or Inf";
-        else {
-          for (size_t j = 0; j < cv[o].k; ++j) {
-            double g = cv[o].at(static_cast<size_t>(i), j, tp.dtype), e = bv[o].at(static_cast<size_t>(i), j, tp.dtype);
-            bool ok = element_ok(g, e, tp.compare);
-            if (!ok) {
-              char buf[160];
-              std::snprintf(buf, sizeof buf, "sampled element %zu: got %.6g, expected %.6g", j, g, e);
-              msg = buf;
-              break;
-            }
-          }
+        else if (cv[o].k != bv[o].k) {
+          throw Error(Errc::protocol_error, "timing: the two sides sampled different counts");
+        } else {
+          // Timed calls are held-out calls: the sampled values under the norm-wise bound.
+          CompareStats cs = compare_bytes(cv[o].call(static_cast<size_t>(i)), bv[o].call(static_cast<size_t>(i)), tp.dtype,
+                                          for_call(tp.compare, inst.heldout));
+          if (!cs.ok()) msg = "sampled values: " + describe_mismatch(cs, {static_cast<long long>(cv[o].k)});
         }
         identical &= co.at("digests").at(i) == bo.at("digests").at(i);
         if (!msg.empty()) {
@@ -207,7 +202,7 @@ void check_timed_calls(const Instance& inst, const StepResult& base, const StepR
                           "the bytes reported differ from the fingerprint committed when the call returned", nullptr,
                           Status::flagged);
           }
-          CompareStats cs = compare_bytes(got, want, tp.dtype, tp.compare);
+          CompareStats cs = compare_bytes(got, want, tp.dtype, for_call(tp.compare, inst.heldout));
           rec.add_check(cs.ok(), what + " (every element) vs baseline", cs.ok() ? "" : describe_mismatch(cs, tp.shape),
                         to_json(cs, tp.shape));
         }
@@ -327,7 +322,8 @@ void compare_overheads(EvalRecord& rec, bool oversubscribed) {
 std::string generate_input(const TensorPlan& tp, uint64_t seed, uint64_t trial, int rank, size_t i) {
   std::string host(tp.bytes(), '\0');
   uint64_t key = input_key(stream_seed(seed, trial), trial, static_cast<uint64_t>(rank), i, tp.dist);
-  for (size_t e = 0; e < tp.numel(); ++e) generate_element(host.data(), tp.dtype, tp.dist, key, e);
+  Dist d = heldout_trial(trial) ? held_out(tp.dist) : tp.dist;
+  for (size_t e = 0; e < tp.numel(); ++e) generate_element(host.data(), tp.dtype, d, key, e);
   return host;
 }
 
@@ -338,7 +334,7 @@ void check_oracle(const Instance& inst, uint64_t seed, const StepResult& job, Ev
   for (size_t t = 0; t < job.trials.size(); ++t) {
     OracleIO io;
     io.world = inst.world;
-    io.vars = inst.vars;
+    io.vars = call_vars(inst, stream_seed(seed, t), t);  // with trial t's per-call parameters
     for (size_t r = 0; r < ranks.size(); ++r) {
       std::vector<OracleTensor> ins, outs;
       for (size_t i = 0; i < ranks[r].inputs.size(); ++i) {
@@ -363,7 +359,8 @@ void check_oracle(const Instance& inst, uint64_t seed, const StepResult& job, Ev
     for (size_t r = 0; r < ranks.size(); ++r)
       for (size_t o = 0; o < ranks[r].outputs.size(); ++o) {
         const TensorPlan& tp = ranks[r].outputs[o];
-        CompareStats s = compare_to_values(job.trials[t][r].outputs[o], tp.dtype, io.outputs[r][o].values, tp.compare);
+        CompareStats s = compare_to_values(job.trials[t][r].outputs[o], tp.dtype, io.outputs[r][o].values,
+                                           for_call(tp.compare, inst.heldout && heldout_trial(t)));
         rec.add_check(s.ok(), trial_what(static_cast<int>(t), static_cast<int>(r), "output", tp.name) + " vs oracle",
                       s.ok() ? "" : describe_mismatch(s, tp.shape), to_json(s, tp.shape));
       }

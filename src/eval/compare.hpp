@@ -1,7 +1,8 @@
 // Element-wise comparison of an output with its expected value under the output's Comparison
 // (spec/spec.hpp): within a tolerance, |got - expected| <= atol + rtol * |expected|, or exact
 // (equal values; integers bit for bit). NaN must meet NaN, an infinity the same infinity, and an
-// element still holding the poison pattern is "unwritten". The worst element is reported.
+// element still holding the poison pattern is "unwritten". The worst element is reported. Held-out
+// calls add a norm-wise bound (Comparison::norm_rtol, spec/spec.hpp).
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -23,7 +24,11 @@ struct CompareStats {
   double max_abs = 0, max_rel = 0;
   long long first_bad = -1;  // flat index of the first mismatching element
   double got = 0, expected = 0;
-  bool ok() const { return mismatches == 0; }
+  // Under a norm-wise bound (Comparison::norm_rtol > 0):
+  double norm_rtol = 0, rel_l2 = 0;  // the bound; ||got - expected||_2 / ||expected||_2
+  size_t soft = 0;                   // elements outside the tolerance but within the gross bound
+  bool norm_failed = false;          // rel_l2 > norm_rtol (soft elements then count as mismatches)
+  bool ok() const { return mismatches == 0 && !norm_failed; }
 };
 
 /// Whether one element passes: NaN meets NaN, an infinity the same infinity, any other non-finite

@@ -98,6 +98,46 @@ TEST(Compare, PerOutputComparisonReplacesTheProblemsTolerance) {
   EXPECT_FALSE(element_ok(INFINITY, -INFINITY, own));
 }
 
+TEST(Compare, HeldOutCallsAddANormWiseBoundForRoundingNoise) {
+  // 1000 values of magnitude about 1: rounding noise of 2^-9 relative on every element, and one
+  // near-cancelling element (expected 1e-4) that is off by 0.03, which the tolerance alone rejects.
+  std::vector<float> want(1000), noisy(1000), coarse(1000);
+  for (size_t i = 0; i < want.size(); ++i) {
+    want[i] = 1.0f + 0.001f * static_cast<float>(i % 97) * (i % 2 ? 1.0f : -1.0f);
+    noisy[i] = want[i] * (1.0f + (i % 3 == 0 ? 0x1p-9f : -0x1p-9f));
+    coarse[i] = std::round(want[i] * 16.0f) / 16.0f;  // moved in 4 fractional bits
+  }
+  want[10] = 1e-4f;
+  noisy[10] = 0.03f;
+  coarse[10] = 0.03f;
+  Comparison c{CompareMode::tolerance, {1e-2, 1e-2}};
+  c.heldout_rtol = 0x1p-7;
+  EXPECT_FALSE(compare_bytes(f32(noisy), f32(want), DType::fp32, c).ok());  // not a held-out call
+  auto s = compare_bytes(f32(noisy), f32(want), DType::fp32, for_call(c, true));
+  EXPECT_TRUE(s.ok());
+  EXPECT_EQ(s.soft, 1u);
+  EXPECT_LT(s.rel_l2, 0x1p-7);
+  EXPECT_TRUE(to_json(s, {1000}).contains("heldout"));
+  // Data moved in fewer bits: its L2 error is above the bound, and the soft element counts.
+  auto q = compare_bytes(f32(coarse), f32(want), DType::fp32, for_call(c, true));
+  EXPECT_FALSE(q.ok());
+  EXPECT_TRUE(q.norm_failed);
+  EXPECT_NE(describe_mismatch(q, {1000}).find("relative L2 error"), std::string::npos) << describe_mismatch(q, {1000});
+  // A gross error is wrong whatever the norm: 1.0 away where rms(expected) is 1.
+  auto g = noisy;
+  g[500] += 1.0f;
+  EXPECT_FALSE(compare_bytes(f32(g), f32(want), DType::fp32, for_call(c, true)).ok());
+  // Exact outputs stay exact in held-out calls.
+  Comparison e{CompareMode::exact, {0, 0}};
+  e.heldout_rtol = 0x1p-7;
+  EXPECT_EQ(for_call(e, true).norm_rtol, 0.0);
+  EXPECT_FALSE(compare_bytes(f32({1.0f, 2.0f}), f32({1.0f, 2.0001f}), DType::fp32, for_call(e, true)).ok());
+  // Unwritten or non-finite elements are never soft.
+  auto p = noisy;
+  p[3] = NAN;
+  EXPECT_FALSE(compare_bytes(f32(p), f32(want), DType::fp32, for_call(c, true)).ok());
+}
+
 TEST(Sweep, LegendNamesTheLinkRateAndWhereItCameFrom) {
   EXPECT_EQ(link_legend({{"link_gbps", 450.0}, {"source", "datasheet"}}),
             "%link = busbw / 450 GB/s, the datasheet link rate (`pkb calibrate` measures this machine's)");

@@ -32,7 +32,19 @@ void dump_artifacts(const std::string& dir, const Prepared& p, const Instance& i
                                               {"seed", seed},
                                               {"side", side.empty() ? "solution" : side}};
       for (auto& [k, v] : inst.vars)
-        if (k != "e") meta["param." + k] = std::to_string(static_cast<long long>(v));
+        if (k != "e") {
+          char buf[32];
+          std::snprintf(buf, sizeof buf, "%.17g", v);  // integers print as integers, reals in full
+          meta["param." + k] = buf;
+        }
+      // A held-out trial: `pkb compare` holds its floating outputs to the norm-wise bound too.
+      if (inst.heldout && heldout_trial(t))
+        for (auto& tp : rp.outputs)
+          if (!tp.compare.exact() && tp.compare.heldout_rtol > 0) {
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%.17g", tp.compare.heldout_rtol);
+            meta["heldout_rtol.output." + tp.name] = buf;
+          }
       write_safetensors(root / ("trial_" + std::to_string(t)) / ("rank_" + std::to_string(r) + ".safetensors"), tensors, meta);
     }
 }

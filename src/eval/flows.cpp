@@ -162,8 +162,9 @@ StepPlan step_plan(const Step& st, const RankPlan& rp) {
   sp.name = st.name;
   for (auto& t : rp.inputs) sp.inputs.push_back({t.name, t.dtype, t.shape, t.dist});
   for (auto& t : rp.outputs) sp.outputs.push_back({t.name, t.dtype, t.shape, {}});
-  for (auto& [k, v] : st.inst->vars)
-    if (k != "e") sp.params.emplace_back(k, static_cast<long long>(v));
+  sp.params = st.inst->int_params();
+  sp.float_params = st.inst->float_params;
+  sp.trial_params = st.inst->trial_params;
   sp.seed = st.seed;
   sp.trials = st.trials;
   sp.timing = st.timing;

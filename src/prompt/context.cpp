@@ -35,8 +35,15 @@ std::string dist_text(const Dist& d) {
                          d.a == 0.0 ? "row `rank` (rows this rank sends to each rank)"
                                     : "column `rank` (rows this rank receives from each rank)",
                          d.lo);
+    case DistKind::spread: break;  // only ever a held-out call's redraw of a grid
   }
   return "?";
+}
+
+/// What held-out calls draw instead of a grid input.
+std::string heldout_text(const Dist& d) {
+  return fmt::format("; in held-out calls, off-grid values: uniform in [{:g}, {:g}) times 2^-s for a random s in 0..7",
+                     static_cast<double>(d.lo) * d.a, static_cast<double>(d.hi) * d.a);
 }
 
 /// Source text without its final newlines, so that a closing fence follows the last line directly.
@@ -73,6 +80,7 @@ std::string tensor_list(const Instance& inst, bool inputs) {
       if (inputs) {
         out += "; values: " + dist_text(get(start).dist);
         if (get(start).dist.shared && get(start).dist.kind != DistKind::split) out += ", identical on every rank";
+        if (get(start).dist.heldout) out += heldout_text(get(start).dist);
         if (get(start).mutable_) out += "; the reference modifies it in place (you may too; only outputs are compared)";
       } else {
         out += compare_note(get(start).compare, inst.tolerance);
@@ -83,6 +91,19 @@ std::string tensor_list(const Instance& inst, bool inputs) {
     }
   }
   return out;
+}
+
+/// The held-out rule, where some input has a grid to leave.
+std::string heldout_rule(const Instance& inst) {
+  if (!inst.heldout) return "";
+  double bound = 0;
+  for (auto& o : inst.ranks.at(0).outputs) bound = std::max(bound, o.compare.exact() ? 0.0 : o.compare.heldout_rtol);
+  return fmt::format(
+      "Held-out calls (trials 1, 3, ... and every warm-up and timed call) draw the inputs marked \"in held-out "
+      "calls\" off their grid, so sums there are no longer exact: there a floating output must have a relative L2 "
+      "error against the baseline's of at most {:g}, and every element within the tolerance plus 16 * {:g} * "
+      "rms(ref). A solution must be correct on those values too.",
+      bound, bound);
 }
 
 std::string rate(double v, const char* unit) { return v > 0 ? fmt::format("{:.0f} {}", v, unit) : "not measured"; }
@@ -171,6 +192,7 @@ PromptInputs gather_prompt_inputs(const PromptTemplates& t, const Spec& spec, co
                 {"dtype", dtype_name},
                 {"atol", fmt::format("{:g}", inst.tolerance.atol)},
                 {"rtol", fmt::format("{:g}", inst.tolerance.rtol)},
+                {"heldout", heldout_rule(inst)},
                 {"shapes", shapes_text(inst)},
                 {"traffic", traffic_text(inst)}};
   std::error_code ec;

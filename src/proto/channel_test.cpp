@@ -75,6 +75,9 @@ TEST(Plan, JsonRoundTrip) {
   st.inputs.push_back({"tensor", DType::fp16, {4, 8}, Dist{DistKind::grid, 0.0625, 1, -32, 32}});
   st.outputs.push_back({"out", DType::fp16, {4, 8}, {}});
   st.params = {{"M", 4}, {"N", 8}};
+  st.float_params = {{"lr", 1e-3}};
+  st.trial_params = {{"step", 1, 7}};
+  st.inputs[0].dist.share_group = 3;
   st.seed = 0xdeadbeefcafef00dull;
   st.trials = 3;
   st.timing.enabled = true;
@@ -92,6 +95,18 @@ TEST(Plan, JsonRoundTrip) {
   EXPECT_EQ(q.steps[1].seed, 0u);  // the step's seed never leaves the driver
   EXPECT_TRUE(q.steps[1].timing.graph);
   EXPECT_EQ(q.steps[1].name, "large");
+  EXPECT_EQ(q.steps[0].inputs[0].dist.share_group, 3);
+  ASSERT_EQ(q.steps[0].float_params.size(), 1u);
+  EXPECT_EQ(q.steps[0].float_params[0].second, 1e-3);
+  ASSERT_EQ(q.steps[0].trial_params.size(), 1u);
+  EXPECT_EQ(q.steps[0].trial_params[0].high, 7);
+  nlohmann::json old = nlohmann::json(p.steps[0]);  // a plan without the new keys still reads
+  old.erase("float_params");
+  old.erase("trial_params");
+  old["inputs"][0]["dist"].erase("share_group");
+  StepPlan o = old.get<StepPlan>();
+  EXPECT_TRUE(o.float_params.empty() && o.trial_params.empty());
+  EXPECT_EQ(o.inputs[0].dist.share_group, -1);
 }
 
 TEST(Plan, SamplePositionsAreDeterministicAndInRange) {

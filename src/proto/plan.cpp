@@ -11,7 +11,8 @@ namespace pkb {
 using nlohmann::json;
 
 void to_json(json& j, const Dist& d) {
-  j = json{{"kind", static_cast<int>(d.kind)}, {"a", d.a}, {"b", d.b}, {"lo", d.lo}, {"hi", d.hi}, {"shared", d.shared}, {"slot", d.slot}};
+  j = json{{"kind", static_cast<int>(d.kind)}, {"a", d.a}, {"b", d.b}, {"lo", d.lo}, {"hi", d.hi}, {"shared", d.shared}, {"slot", d.slot}, {"heldout", d.heldout}};
+  if (d.share_group >= 0) j["share_group"] = d.share_group;
 }
 void from_json(const json& j, Dist& d) {
   d.kind = static_cast<DistKind>(j.at("kind").get<int>());
@@ -21,6 +22,8 @@ void from_json(const json& j, Dist& d) {
   d.hi = j.at("hi").get<int64_t>();
   d.shared = j.value("shared", false);
   d.slot = j.value("slot", int64_t{-1});
+  d.share_group = j.value("share_group", int64_t{-1});
+  d.heldout = j.value("heldout", false);
 }
 
 void to_json(json& j, const TensorDesc& t) {
@@ -59,7 +62,11 @@ void from_json(const json& j, TimingPlan& t) {
 void to_json(json& j, const StepPlan& s) {
   json params = json::array();
   for (auto& [k, v] : s.params) params.push_back({{"name", k}, {"value", v}});
+  json fparams = json::array(), tparams = json::array();
+  for (auto& [k, v] : s.float_params) fparams.push_back({{"name", k}, {"value", v}});
+  for (auto& p : s.trial_params) tparams.push_back({{"name", p.name}, {"low", p.low}, {"high", p.high}});
   j = json{{"name", s.name}, {"inputs", s.inputs}, {"outputs", s.outputs}, {"params", params},
+           {"float_params", fparams}, {"trial_params", tparams},
            {"trial_seeds", s.trial_seeds}, {"warmup_seed", s.warmup_seed}, {"trials", s.trials}, {"timing", s.timing}};
   // s.seed stays with the driver: it is never serialized.
 }
@@ -68,6 +75,11 @@ void from_json(const json& j, StepPlan& s) {
   s.inputs = j.at("inputs").get<std::vector<TensorDesc>>();
   s.outputs = j.at("outputs").get<std::vector<TensorDesc>>();
   for (auto& kv : j.at("params")) s.params.emplace_back(kv.at("name").get<std::string>(), kv.at("value").get<long long>());
+  if (j.contains("float_params"))
+    for (auto& kv : j.at("float_params")) s.float_params.emplace_back(kv.at("name").get<std::string>(), kv.at("value").get<double>());
+  if (j.contains("trial_params"))
+    for (auto& kv : j.at("trial_params"))
+      s.trial_params.push_back({kv.at("name").get<std::string>(), kv.at("low").get<long long>(), kv.at("high").get<long long>()});
   s.trial_seeds = j.at("trial_seeds").get<std::vector<uint64_t>>();
   s.warmup_seed = j.at("warmup_seed").get<uint64_t>();
   s.trials = j.at("trials").get<int>();

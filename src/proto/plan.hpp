@@ -8,6 +8,7 @@
 
 #include "core/dist.hpp"
 #include "core/dtype.hpp"
+#include "core/trial_param.hpp"
 
 namespace pkb {
 
@@ -50,6 +51,10 @@ struct StepPlan {
   std::string name;            // e.g. "default" or "64 KiB"
   std::vector<TensorDesc> inputs, outputs;
   std::vector<std::pair<std::string, long long>> params;
+  std::vector<std::pair<std::string, double>> float_params;  // ctx->fparam only
+  /// Per-call integer parameters, appended to ctx->params: before each pkb_run the worker sets each to
+  /// trial_param_value of the seed and stream its inputs came from (trial t: trial_seeds[t], t).
+  std::vector<TrialParam> trial_params;
   /// Secret, never sent to a worker: every call's inputs, poison and sample positions derive from it
   /// (stream_seed), and the workers get each timed call's share only when that call is due.
   uint64_t seed = 0;

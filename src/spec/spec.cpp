@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <set>
 
 #include "core/error.hpp"
@@ -107,29 +108,35 @@ DistSpec parse_dist(const Reader& r, const toml::node* n, const std::string& whe
   if (auto s = n->value<std::string>()) kind = *s;
   else if (t) kind = r.str(*t, where, "dist", true);
   else r.error(where, "must be a distribution name or a table such as { dist = \"normal\", mean = 0, std = 1 }");
+  if (t)
+    if (auto sb = t->get("shared_by")) {
+      if (kind == "split") r.error(where + ".shared_by", "a split matrix is already the same on every rank");
+      if (!sb->is_string()) r.error(where + ".shared_by", "must be an expression string such as \"rank // 2\"");
+      d.shared_by = r.expr(*sb, where + ".shared_by");
+    }
   auto field = [&](std::string_view key, double fallback) {
     if (t)
       if (auto v = t->get(key)) return r.expr(*v, where + "." + std::string(key));
     return Expr::constant(fallback);
   };
   if (kind == "normal") {
-    if (t) r.only_keys(*t, where, {"dist", "mean", "std"});
+    if (t) r.only_keys(*t, where, {"dist", "mean", "std", "shared_by"});
     d.kind = DistKind::normal;
     d.a = field("mean", 0.0);
     d.b = field("std", 1.0);
   } else if (kind == "uniform") {
-    if (t) r.only_keys(*t, where, {"dist", "low", "high"});
+    if (t) r.only_keys(*t, where, {"dist", "low", "high", "shared_by"});
     d.kind = DistKind::uniform;
     d.a = field("low", 0.0);
     d.b = field("high", 1.0);
   } else if (kind == "grid") {
-    if (t) r.only_keys(*t, where, {"dist", "low", "high", "scale"});
+    if (t) r.only_keys(*t, where, {"dist", "low", "high", "scale", "shared_by"});
     d.kind = DistKind::grid;
     d.lo = field("low", -16);
     d.hi = field("high", 16);
     d.a = field("scale", 0.0625);
   } else if (kind == "randint") {
-    if (t) r.only_keys(*t, where, {"dist", "low", "high"});
+    if (t) r.only_keys(*t, where, {"dist", "low", "high", "shared_by"});
     d.kind = DistKind::randint;
     d.lo = field("low", 0);
     d.hi = field("high", 100);
@@ -138,7 +145,7 @@ DistSpec parse_dist(const Reader& r, const toml::node* n, const std::string& whe
   } else if (kind == "ones") {
     d.kind = DistKind::ones;
   } else if (kind == "arange") {
-    if (t) r.only_keys(*t, where, {"dist", "start"});
+    if (t) r.only_keys(*t, where, {"dist", "start", "shared_by"});
     d.kind = DistKind::arange;
     d.lo = field("start", 0);
   } else if (kind == "split") {
@@ -223,7 +230,7 @@ void parse_output_compare(const Reader& r, const toml::table& t, const std::stri
 
 TensorSpec parse_tensor(const Reader& r, const toml::table& t, const std::string& where, bool is_input) {
   TensorSpec ts;
-  if (is_input) r.only_keys(t, where, {"name", "dtype", "shape", "shape_if", "init", "shared", "mutable", "doc"});
+  if (is_input) r.only_keys(t, where, {"name", "dtype", "shape", "shape_if", "init", "shared", "mutable", "heldout", "doc"});
   else parse_output_compare(r, t, where, ts);
   ts.name = r.str(t, where, "name", true);
   ts.dtype = r.str(t, where, "dtype", false, "D");
@@ -255,6 +262,14 @@ TensorSpec parse_tensor(const Reader& r, const toml::table& t, const std::string
     };
     ts.shared = flag("shared");
     ts.mutable_ = flag("mutable");
+    if (ts.shared && !ts.init.shared_by.empty())
+      r.error(where + ".init.shared_by", "input '" + ts.name + "' says both `shared = true` (every rank alike) and `shared_by`; keep one");
+    if (auto n = t.get("heldout")) {
+      auto v = n->value<std::string>();
+      if (!v || *v != "keep")
+        r.error(where + ".heldout", "must be \"keep\" (held-out calls then draw this input from its own distribution)");
+      ts.heldout_keep = true;
+    }
   }
   ts.doc = r.str(t, where, "doc", false);
   return ts;
@@ -283,12 +298,22 @@ void check_variables(const Reader& r, const Spec& s) {
   for (auto& sz : s.sizes)
     for (auto& [k, v] : sz.values) known.insert(k);
   for (auto& [k, v] : s.params) known.insert(k);
+  for (auto& [k, v] : s.float_params) known.insert(k);
   auto check = [&](const Expr& e, const std::string& where) {
     if (e.empty()) return;
-    for (auto& v : e.variables())
+    for (auto& v : e.variables()) {
+      for (auto& tp : s.trial_params)
+        if (tp.name == v)
+          r.error(where, "`" + e.text() + "` reads '" + v + "', a per-call parameter: only the solution (ctx->param) "
+                         "and the oracle (io.param) see its value");
       if (!known.count(v)) r.error(where, "unknown variable '" + v + "' in `" + e.text() + "`");
+    }
   };
   for (auto& [k, e] : s.params) check(e, "params." + k);
+  for (auto& tp : s.trial_params) {
+    check(tp.low, "params." + tp.name + ".trial_low");
+    check(tp.high, "params." + tp.name + ".trial_high");
+  }
   for (size_t i = 0; i < s.constraints.size(); ++i) check(s.constraints[i].expr, "constraints[" + std::to_string(i) + "]");
   auto tensors = [&](const std::vector<TensorSpec>& ts, const std::string& key) {
     for (size_t i = 0; i < ts.size(); ++i) {
@@ -299,6 +324,7 @@ void check_variables(const Reader& r, const Spec& s) {
         for (auto& d : c.shape) check(d, w + ".shape_if");
       }
       for (auto* e : {&ts[i].init.a, &ts[i].init.b, &ts[i].init.lo, &ts[i].init.hi}) check(*e, w + ".init");
+      check(ts[i].init.shared_by, w + ".init.shared_by");
     }
   };
   tensors(s.inputs, "inputs");
@@ -311,6 +337,43 @@ void check_variables(const Reader& r, const Spec& s) {
     for (auto* e : {&s.roofline->link_bytes, &s.roofline->flops, &s.roofline->hbm_bytes, &s.roofline->algbw_bytes,
                     &s.roofline->busbw_factor})
       check(*e, "roofline");
+}
+
+/// What `shared_by` of input `t` gives at `v`: a whole number >= 0, else an error naming the input
+/// and the key (`where`).
+long long shared_by_value(const TensorSpec& t, const Vars& v, const std::function<void(const std::string&)>& error) {
+  double x = t.init.shared_by.eval(v);
+  if (x != std::floor(x) || x < 0 || x > 1e15) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", x);
+    error("input '" + t.name + "': `" + t.init.shared_by.text() + "` is " + buf + " at rank " +
+          std::to_string(std::llround(v.at("rank"))) + ", W = " + std::to_string(std::llround(v.at("W"))) +
+          "; it must be a whole number >= 0 (use // for integer division)");
+  }
+  return static_cast<long long>(x);
+}
+
+/// A `shared_by` that reads only rank and W is evaluated here for every W the problem allows, so that
+/// a mistake such as `rank / 2` is an error when the spec loads (others are checked when it resolves).
+void check_shared_by(const Reader& r, const Spec& s) {
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    const TensorSpec& t = s.inputs[i];
+    if (t.init.shared_by.empty()) continue;
+    bool plain = true;
+    for (auto& v : t.init.shared_by.variables()) plain &= v == "rank" || v == "W";
+    if (!plain) continue;
+    std::string where = "inputs[" + std::to_string(i) + "].init.shared_by";
+    for (int w = s.min_world; w <= s.max_world; ++w)
+      for (int rank = 0; rank < w; ++rank) {
+        Vars v{{"W", static_cast<double>(w)}, {"rank", static_cast<double>(rank)}};
+        try {
+          shared_by_value(t, v, [&](const std::string& why) { r.error(where, why); });
+        } catch (const Error& e) {
+          if (e.code() == Errc::parse_error) throw;
+          r.error(where, "input '" + t.name + "': " + e.what());
+        }
+      }
+  }
 }
 
 void parse_sizes(const Reader& r, const toml::table& root, Spec& s) {
@@ -357,6 +420,21 @@ void parse_tolerance(const Reader& r, const toml::table& root, Spec& s) {
   s.tolerance = {ts.all.atol.value_or(1e-2), ts.all.rtol.value_or(1e-2)};
   for (auto& [d, p] : ts.by_dtype)
     s.tolerance_by_dtype.emplace_back(d, Tolerance{p.atol.value_or(s.tolerance.atol), p.rtol.value_or(s.tolerance.rtol)});
+}
+
+/// [heldout] rtol = x: the norm-wise bound of held-out calls, for problems whose outputs amplify
+/// rounding more than default_heldout_rtol allows (its derivation belongs in a comment).
+void parse_heldout(const Reader& r, const toml::table& root, Spec& s) {
+  auto n = root.get("heldout");
+  if (!n) return;
+  auto t = n->as_table();
+  if (!t) r.error("heldout", "must be a table");
+  r.only_keys(*t, "heldout", {"rtol"});
+  auto v = t->get("rtol");
+  if (!v) return;
+  auto x = v->value<double>();
+  if (!x || !(*x > 0) || !(*x < 1)) r.error("heldout.rtol", "must be a number in (0, 1)");
+  s.heldout_rtol = *x;
 }
 
 void parse_roofline(const Reader& r, const toml::table& root, Spec& s) {
@@ -423,7 +501,19 @@ Comparison Spec::comparison_for(size_t o, DType out, DType d) const {
       if (v.atol) p.atol = v.atol;
       if (v.rtol) p.rtol = v.rtol;
     }
-  return {CompareMode::tolerance, {p.atol.value_or(base.atol), p.rtol.value_or(base.rtol)}};
+  Comparison c{CompareMode::tolerance, {p.atol.value_or(base.atol), p.rtol.value_or(base.rtol)}};
+  c.heldout_rtol = heldout_rtol.value_or(std::max(default_heldout_rtol(d), default_heldout_rtol(out)));
+  return c;
+}
+
+double default_heldout_rtol(DType d) {
+  switch (d) {
+    case DType::bf16: return 0x1p-7;
+    case DType::fp16: return 0x1p-10;
+    case DType::fp32: return 0x1p-15;
+    case DType::fp64: return 0x1p-36;
+    default: return 0.0;
+  }
 }
 
 std::string comparison_text(const Comparison& c) {
@@ -460,7 +550,7 @@ Spec load_spec(const std::filesystem::path& dir) {
   }
   r.only_keys(root, "", {"id", "name", "origin", "parallelism", "pattern", "summary", "tier", "dtypes", "world",
                          "params", "sizes", "default_size", "constraints", "inputs", "outputs", "groups",
-                         "tolerance", "roofline"});
+                         "tolerance", "heldout", "roofline"});
   s.id = static_cast<int>(r.integer(root, "", "id", true));
   s.name = r.str(root, "", "name", true);
   if (s.stem != std::to_string(s.id) + "_" + s.name)
@@ -496,7 +586,22 @@ Spec load_spec(const std::filesystem::path& dir) {
   if (auto n = root.get("params")) {
     auto t = n->as_table();
     if (!t) r.error("params", "must be a table of name = value or expression");
-    for (auto&& [k, v] : *t) s.params.emplace_back(std::string(k.str()), r.expr(v, "params." + std::string(k.str())));
+    for (auto&& [k, v] : *t) {
+      std::string key(k.str()), where = "params." + key;
+      if (v.is_floating_point()) {  // `lr = 1e-3`: a real parameter (ctx->fparam)
+        double x = *v.value<double>();
+        if (!std::isfinite(x)) r.error_at(v, where, "must be a finite number");
+        s.float_params.emplace_back(key, x);
+      } else if (auto pt = v.as_table()) {  // `step = { trial_low = 1, trial_high = 7 }`: drawn per call
+        r.only_keys(*pt, where, {"trial_low", "trial_high"});
+        auto lo = pt->get("trial_low"), hi = pt->get("trial_high");
+        if (!lo || !hi)
+          r.error_at(v, where, "a per-call parameter needs both trial_low and trial_high (an integer in [low, high] per call)");
+        s.trial_params.push_back({key, r.expr(*lo, where + ".trial_low"), r.expr(*hi, where + ".trial_high")});
+      } else {
+        s.params.emplace_back(key, r.expr(v, where));
+      }
+    }
   }
 
   parse_sizes(r, root, s);
@@ -537,8 +642,10 @@ Spec load_spec(const std::filesystem::path& dir) {
   }
 
   parse_tolerance(r, root, s);
+  parse_heldout(r, root, s);
   parse_roofline(r, root, s);
   check_variables(r, s);
+  check_shared_by(r, s);
 
   Sha256 h;
   h.update(text);
@@ -560,6 +667,23 @@ Vars rank_vars(const Instance& inst, int rank) {
   Vars v = inst.vars;
   v["rank"] = rank;
   return v;
+}
+
+Vars call_vars(const Instance& inst, uint64_t call_seed, uint64_t stream) {
+  Vars v = inst.vars;
+  for (size_t k = 0; k < inst.trial_params.size(); ++k)
+    v[inst.trial_params[k].name] = static_cast<double>(trial_param_value(call_seed, stream, k, inst.trial_params[k]));
+  return v;
+}
+
+std::vector<std::pair<std::string, long long>> Instance::int_params() const {
+  std::vector<std::pair<std::string, long long>> out;
+  for (auto& [k, x] : vars) {
+    bool real = k == "e";
+    for (auto& [f, fx] : float_params) real |= f == k;
+    if (!real) out.emplace_back(k, static_cast<long long>(x));
+  }
+  return out;
 }
 
 namespace {
@@ -612,6 +736,11 @@ TensorPlan resolve_tensor(const Spec& spec, const TensorSpec& t, const Vars& v, 
     p.dist = resolve_dist(t.init, v);
     p.mutable_ = t.mutable_;
     p.dist.shared = t.shared;
+    if (!t.init.shared_by.empty())
+      p.dist.share_group = shared_by_value(t, v, [&](const std::string& why) {
+        fail(Errc::invalid_argument, spec.stem + ": inputs.init.shared_by: " + why);
+      });
+    p.dist.heldout = !t.heldout_keep && p.dist.kind == DistKind::grid && is_floating(p.dtype);
     if (p.dist.kind == DistKind::split) {
       p.dist.shared = true;  // every rank must see the same matrix
       p.dist.slot = kSplitSlotBase + t.init.matrix;
@@ -653,6 +782,10 @@ Instance resolve(const Spec& spec, int world, const SizeChoice& size, DType dtyp
   }
   if (!size.overrides.empty()) inst.size_name += "(custom)";
   // Derived parameters may refer to each other in any order: evaluate until nothing changes.
+  for (auto& [k, x] : spec.float_params) {
+    v[k] = x;
+    inst.float_params.emplace_back(k, x);
+  }
   std::vector<std::pair<std::string, Expr>> pending = spec.params;
   while (!pending.empty()) {
     size_t before = pending.size();
@@ -669,6 +802,13 @@ Instance resolve(const Spec& spec, int world, const SizeChoice& size, DType dtyp
     if (pending.size() == before)
       fail(Errc::invalid_argument, spec.stem + ": parameter '" + pending.front().first + "' depends on itself or on rank");
   }
+  for (auto& tp : spec.trial_params) {
+    TrialParam p{tp.name, tp.low.eval_int(v), tp.high.eval_int(v)};
+    if (p.low > p.high)
+      fail(Errc::invalid_argument, spec.stem + ": per-call parameter '" + p.name + "' has trial_low " +
+                                       std::to_string(p.low) + " > trial_high " + std::to_string(p.high));
+    inst.trial_params.push_back(p);
+  }
   for (auto& c : spec.constraints)
     if (c.expr.eval(v) == 0.0)
       fail(Errc::invalid_argument, spec.stem + " at " + describe_vars(v) + ": " +
@@ -678,7 +818,10 @@ Instance resolve(const Spec& spec, int world, const SizeChoice& size, DType dtyp
     RankPlan rp;
     rp.rank = r;
     Vars rv = rank_vars(inst, r);
-    for (auto& t : spec.inputs) rp.inputs.push_back(resolve_tensor(spec, t, rv, dtype, true));
+    for (auto& t : spec.inputs) {
+      rp.inputs.push_back(resolve_tensor(spec, t, rv, dtype, true));
+      inst.heldout |= rp.inputs.back().dist.heldout;
+    }
     for (size_t o = 0; o < spec.outputs.size(); ++o) {
       rp.outputs.push_back(resolve_tensor(spec, spec.outputs[o], rv, dtype, false));
       rp.outputs.back().compare = spec.comparison_for(o, rp.outputs.back().dtype, dtype);

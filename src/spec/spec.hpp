@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/dist.hpp"
+#include "core/trial_param.hpp"
 #include "core/dtype.hpp"
 #include "spec/expr.hpp"
 
@@ -17,6 +18,7 @@ struct DistSpec {
   DistKind kind = DistKind::normal;
   Expr a, b, lo, hi;  // meaning per kind, see core/dist.hpp
   long long matrix = 0;  // split: which split matrix (inputs with the same number share one)
+  Expr shared_by;        // empty, or an integer expression of rank: ranks with one value draw alike
 };
 
 struct ShapeCase {
@@ -49,8 +51,26 @@ enum class CompareMode {
 struct Comparison {
   CompareMode mode = CompareMode::tolerance;
   Tolerance tol;  // used when mode == tolerance
+  /// The bound held-out calls use (heldout_trial in core/dist.hpp): an output must have
+  /// ||got - expected||_2 <= heldout_rtol * ||expected||_2, and every element within
+  /// tol + 16 * heldout_rtol * rms(expected) (off-grid inputs make sums inexact, so near-cancelling
+  /// elements may differ by more than `tol` between correct algorithms).
+  double heldout_rtol = 0;
+  double norm_rtol = 0;  // the bound in force for this comparison: 0, or heldout_rtol (for_call)
   bool exact() const { return mode == CompareMode::exact; }
 };
+
+/// The comparison of one call: held-out calls of an instance that redraws inputs get the norm-wise
+/// bound, exact outputs stay exact.
+inline Comparison for_call(Comparison c, bool heldout) {
+  c.norm_rtol = heldout && !c.exact() ? c.heldout_rtol : 0.0;
+  return c;
+}
+
+/// The default held-out bound for a floating dtype: 2^-7 (bf16), 2^-10 (fp16), 2^-15 (fp32), 2^-36
+/// (fp64), about four times the relative error of rounding each element once, which a correct
+/// algorithm's reordering stays well under and moving the data in fewer bits does not.
+double default_heldout_rtol(DType d);
 
 /// What an output that declares nothing gets: `problem` for floating dtypes, exact for integer and
 /// bool outputs (a tolerance such as 1e-2 + 1e-2 * |ref| would let a count of 1000 be off by 10).
@@ -69,6 +89,7 @@ struct TensorSpec {
   DistSpec init;                    // inputs only
   bool shared = false;              // inputs only: the same values on every rank
   bool mutable_ = false;            // inputs only: the problem modifies it in place (PKB semantics)
+  bool heldout_keep = false;        // inputs only: `heldout = "keep"`, held-out calls draw it as usual
   std::optional<CompareMode> compare;  // outputs only: `compare = "exact" | "tolerance"`, else the default
   ToleranceSpec tolerance;             // outputs only: the output's own tolerance table
   std::string doc;
@@ -108,6 +129,13 @@ struct Spec {
   std::vector<DType> dtypes;
   int min_world = 2, max_world = 8;
   std::vector<std::pair<std::string, Expr>> params;  // derived integer parameters (root, K, ...)
+  std::vector<std::pair<std::string, double>> float_params;  // `lr = 1e-3`: a TOML float is a real parameter
+  /// `step = { trial_low = 1, trial_high = 7 }`: an integer drawn per call (core/trial_param.hpp).
+  struct TrialParamSpec {
+    std::string name;
+    Expr low, high;
+  };
+  std::vector<TrialParamSpec> trial_params;
   std::vector<SizeClass> sizes;
   std::string default_size;
   std::vector<Constraint> constraints;
@@ -116,6 +144,7 @@ struct Spec {
   Tolerance tolerance;
   std::vector<std::pair<DType, Tolerance>> tolerance_by_dtype;
   std::optional<RooflineSpec> roofline;
+  std::optional<double> heldout_rtol;  // [heldout] rtol: replaces default_heldout_rtol for every output
   std::string hash;  // sha256 over spec.toml, reference.cu and oracle.cpp
 
   const SizeClass* find_size(std::string_view name) const;
@@ -179,6 +208,12 @@ struct Instance {
   Vars vars;  // W, e, sizes, params (rank-independent)
   std::vector<RankPlan> ranks;
   Tolerance tolerance;  // the problem-level tolerance (outputs carry their own, TensorPlan::compare)
+  std::vector<std::pair<std::string, double>> float_params;  // also in vars
+  std::vector<TrialParam> trial_params;  // bounds resolved; not in vars (a call's value: trial_vars)
+  /// The integer parameters a solution sees in ctx->params: every variable but e and the float
+  /// parameters (the worker appends the per-call parameters, with each call's value).
+  std::vector<std::pair<std::string, long long>> int_params() const;
+  bool heldout = false;  // some input is redrawn in held-out calls (Dist::heldout)
 };
 
 /// Resolves `spec`; throws Error(invalid_argument) with a one-line reason when the combination is
@@ -191,5 +226,9 @@ void override_tolerance(Instance& inst, std::optional<double> atol, std::optiona
 
 /// The variables visible to expressions of rank `rank`.
 Vars rank_vars(const Instance& inst, int rank);
+
+/// inst.vars plus every per-call parameter's value for the call whose inputs are keyed by
+/// (call_seed, stream): what an oracle of that call sees (trial t: stream_seed(seed, t), stream t).
+Vars call_vars(const Instance& inst, uint64_t call_seed, uint64_t stream);
 
 }  // namespace pkb

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "core/error.hpp"
 #include "spec/registry.hpp"
@@ -338,6 +339,63 @@ TEST_F(SpecTest, OutputsCarryTheirComparison) {
   }
 }
 
+TEST_F(SpecTest, HeldOutInputsAndBounds) {
+  std::string base = R"(
+id = 9
+name = "held"
+pattern = "p"
+summary = "s"
+dtypes = ["bf16", "fp32"]
+[[sizes]]
+name = "s"
+M = 8
+[[inputs]]
+name = "x"
+shape = ["M"]
+init = { dist = "grid", low = -4, high = 4, scale = 0.5 }
+[[inputs]]
+name = "router"
+shape = ["M"]
+init = { dist = "grid", low = -1, high = 1, scale = 1 }
+heldout = "keep"
+[[inputs]]
+name = "ids"
+shape = ["M"]
+dtype = "int64"
+init = { dist = "grid", low = 0, high = 7, scale = 1 }
+[[inputs]]
+name = "noise"
+shape = ["M"]
+init = { dist = "normal" }
+[[outputs]]
+name = "y"
+shape = ["M"]
+[[outputs]]
+name = "n"
+shape = ["M"]
+dtype = "int64"
+)";
+  Spec s = load_spec(write("9_held", base));
+  Instance bf = resolve(s, 2, {}, DType::bf16);
+  EXPECT_TRUE(bf.heldout);
+  const auto& in = bf.ranks[0].inputs;
+  EXPECT_TRUE(in[0].dist.heldout);    // a floating grid
+  EXPECT_FALSE(in[1].dist.heldout);   // kept on its grid
+  EXPECT_FALSE(in[2].dist.heldout);   // integers
+  EXPECT_FALSE(in[3].dist.heldout);   // continuous already
+  EXPECT_DOUBLE_EQ(bf.ranks[0].outputs[0].compare.heldout_rtol, 0x1p-7);
+  EXPECT_DOUBLE_EQ(resolve(s, 2, {}, DType::fp32).ranks[0].outputs[0].compare.heldout_rtol, 0x1p-15);
+  EXPECT_TRUE(bf.ranks[0].outputs[1].compare.exact());
+
+  Spec t = load_spec(write("9_held", base + "[heldout]\nrtol = 0.05\n"));
+  EXPECT_DOUBLE_EQ(resolve(t, 2, {}, DType::fp32).ranks[0].outputs[0].compare.heldout_rtol, 0.05);
+  EXPECT_NE(error_of(write("9_held", base + "[heldout]\nrtol = 2\n")).find("heldout.rtol"), std::string::npos);
+  EXPECT_NE(error_of(write("9_held", base + "[heldout]\nbound = 0.1\n")).find("unknown key"), std::string::npos);
+  std::string bad = base;
+  bad.replace(bad.find("heldout = \"keep\""), 16, "heldout = true");
+  EXPECT_NE(error_of(write("9_held", bad)).find("inputs[1].heldout"), std::string::npos) << error_of(write("9_held", bad));
+}
+
 TEST_F(SpecTest, BadComparisonKeysAreNamedWithTheirLine) {
   struct Case {
     std::string edit_from, edit_to, expect;
@@ -364,6 +422,127 @@ TEST_F(SpecTest, BadComparisonKeysAreNamedWithTheirLine) {
     text.replace(pos, c.edit_from.size(), c.edit_to);
     std::string err = error_of(write("26_counts", text));
     EXPECT_NE(err.find(c.expect), std::string::npos) << "expected '" << c.expect << "' in: " << err;
+  }
+}
+
+const char* kTrainStep = R"spec(
+id = 48
+name = "train"
+pattern = "p"
+summary = "s"
+dtypes = ["bf16"]
+world = { min = 2, max = 8 }
+constraints = [ { expr = "W % 2 == 0", message = "W must be even" } ]
+params = { lr = 1e-3, beta1 = 0.9, root = 0, step = { trial_low = 1, trial_high = "W + 5" } }
+[[sizes]]
+name = "default"
+M = 16
+[[inputs]]
+name = "x"
+shape = ["M"]
+init = { dist = "normal", std = "beta1", shared_by = "rank // 2" }
+[[inputs]]
+name = "w"
+shape = ["M"]
+init = { dist = "grid", shared_by = "rank % (W // 2)" }
+[[outputs]]
+name = "y"
+shape = ["M"]
+)spec";
+
+TEST_F(SpecTest, SharedByGivesEachRankItsGroupsValue) {
+  Spec s = load_spec(write("48_train", kTrainStep));
+  Instance inst = resolve(s, 8, {}, DType::bf16);
+  for (auto& rp : inst.ranks) {
+    EXPECT_EQ(rp.inputs[0].dist.share_group, rp.rank / 2);
+    EXPECT_EQ(rp.inputs[1].dist.share_group, rp.rank % 4);
+    EXPECT_FALSE(rp.inputs[0].dist.shared);
+  }
+  EXPECT_DOUBLE_EQ(inst.ranks[0].inputs[0].dist.b, 0.9);  // a float parameter in a distribution
+}
+
+TEST_F(SpecTest, FloatAndPerCallParams) {
+  Spec s = load_spec(write("48_train", kTrainStep));
+  ASSERT_EQ(s.float_params.size(), 2u);
+  ASSERT_EQ(s.trial_params.size(), 1u);
+  Instance inst = resolve(s, 4, {}, DType::bf16);
+  EXPECT_DOUBLE_EQ(inst.vars.at("lr"), 1e-3);
+  ASSERT_EQ(inst.trial_params.size(), 1u);
+  EXPECT_EQ(inst.trial_params[0].low, 1);
+  EXPECT_EQ(inst.trial_params[0].high, 9);
+  EXPECT_FALSE(inst.vars.count("step"));  // not a variable of shapes or distributions
+  auto ints = inst.int_params();
+  bool root = false;
+  for (auto& [k, v] : ints) {
+    EXPECT_NE(k, "lr");
+    EXPECT_NE(k, "beta1");
+    EXPECT_NE(k, "e");
+    root |= k == "root";
+  }
+  EXPECT_TRUE(root);
+  std::set<double> steps;
+  for (uint64_t t = 0; t < 64; ++t) {
+    Vars v = call_vars(inst, 1000 + t, t);
+    EXPECT_EQ(v.at("step"), static_cast<double>(trial_param_value(1000 + t, t, 0, inst.trial_params[0])));
+    EXPECT_GE(v.at("step"), 1);
+    EXPECT_LE(v.at("step"), 9);
+    EXPECT_DOUBLE_EQ(v.at("lr"), 1e-3);
+    steps.insert(v.at("step"));
+  }
+  EXPECT_GT(steps.size(), 5u);
+}
+
+TEST_F(SpecTest, SharedByAndParamErrorsNameTheInputAndKey) {
+  struct Case {
+    std::string from, to, expect;
+  };
+  std::vector<Case> cases{
+      {"shared_by = \"rank // 2\"", "shared_by = \"rank / 2\"",
+       "inputs[0].init.shared_by: input 'x': `rank / 2` is 0.5 at rank 1, W = 2; it must be a whole number >= 0 (use // for integer division)"},
+      {"shared_by = \"rank // 2\"", "shared_by = \"rank - 1\"", "inputs[0].init.shared_by: input 'x': `rank - 1` is -1 at rank 0"},
+      {"shared_by = \"rank // 2\"", "shared_by = \"rank // tp\"", "inputs[0].init.shared_by: unknown variable 'tp'"},
+      {"shared_by = \"rank // 2\"", "shared_by = \"rank // step\"", "a per-call parameter"},
+      {"shared_by = \"rank // 2\"", "shared_by = 2", "inputs[0].init.shared_by: must be an expression string"},
+      {"shared_by = \"rank // 2\"", "shared_by = \"rank //\"", "inputs[0].init.shared_by:"},
+      {"shape = [\"M\"]\ninit = { dist = \"normal\"", "shape = [\"M\"]\nshared = true\ninit = { dist = \"normal\"",
+       "inputs[0].init.shared_by: input 'x' says both `shared = true`"},
+      {"dist = \"grid\", shared_by", "dist = \"split\", total = \"M\", side = \"send\", shared_by",
+       "inputs[1].init.shared_by: a split matrix is already the same on every rank"},
+      {"trial_high = \"W + 5\"", "trial_hi = 7", "params.step.trial_hi: unknown key"},
+      {"trial_low = 1, trial_high = \"W + 5\"", "trial_low = 1", "params.step: a per-call parameter needs both"},
+      {"trial_high = \"W + 5\"", "trial_high = \"Q\"", "params.step.trial_high: unknown variable 'Q'"},
+      {"shape = [\"M\"]\ninit = { dist = \"normal\"", "shape = [\"step\"]\ninit = { dist = \"normal\"",
+       "inputs[0].shape: `step` reads 'step', a per-call parameter"},
+      {"lr = 1e-3", "lr = nan", "params.lr: must be a finite number"},
+  };
+  for (auto& c : cases) {
+    std::string text = kTrainStep;
+    auto pos = text.find(c.from);
+    ASSERT_NE(pos, std::string::npos) << c.from;
+    text.replace(pos, c.from.size(), c.to);
+    std::string err = error_of(write("48_train", text));
+    EXPECT_NE(err.find(c.expect), std::string::npos) << "expected '" << c.expect << "' in: " << err;
+  }
+  // A shared_by that reads a size is checked when the spec resolves, naming the input.
+  std::string text = kTrainStep;
+  std::string from = "shared_by = \"rank // 2\"";
+  text.replace(text.find(from), from.size(), "shared_by = \"rank / M\"");
+  Spec s = load_spec(write("48_train", text));
+  try {
+    resolve(s, 2, {}, DType::bf16);
+    ADD_FAILURE() << "rank / M resolved";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("input 'x': `rank / M` is 0.0625 at rank 1"), std::string::npos) << e.what();
+  }
+  text = kTrainStep;
+  from = "trial_low = 1";
+  text.replace(text.find(from), from.size(), "trial_low = 20");
+  s = load_spec(write("48_train", text));
+  try {
+    resolve(s, 2, {}, DType::bf16);
+    ADD_FAILURE() << "trial_low > trial_high resolved";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'step' has trial_low 20 > trial_high 7"), std::string::npos) << e.what();
   }
 }
 

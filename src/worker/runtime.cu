@@ -115,6 +115,7 @@ Runtime::Runtime(const WorkerPlan& plan) : plan_(plan), device_(plan.device) {
   ctx_.set_error = &Runtime::set_error;
   ctx_.find_group = &Runtime::find_group;
   ctx_.param = &Runtime::param;
+  ctx_.fparam = &Runtime::fparam;
   ctx_.harness = this;
 }
 
@@ -135,12 +136,21 @@ void Runtime::barrier(cudaStream_t s, double delay_us) {
 
 std::string Runtime::take_error() { return std::exchange(error_, {}); }
 
-void Runtime::set_params(const std::vector<std::pair<std::string, long long>>& params) {
-  param_values_ = params;
+void Runtime::set_params(const StepPlan& step) {
+  param_values_ = step.params;
+  for (auto& p : step.trial_params) param_values_.emplace_back(p.name, p.low);
+  float_params_ = step.float_params;
+  trial_params_ = step.trial_params;
   params_.clear();
   for (auto& [k, v] : param_values_) params_.push_back({k.c_str(), v});
   ctx_.n_params = static_cast<int>(params_.size());
   ctx_.params = params_.data();
+}
+
+void Runtime::set_call(uint64_t seed, uint64_t stream) {
+  size_t first = params_.size() - trial_params_.size();
+  for (size_t k = 0; k < trial_params_.size(); ++k)
+    params_[first + k].value = trial_param_value(seed, stream, k, trial_params_[k]);
 }
 
 int Runtime::symmetric_alloc(pkb_context* ctx, size_t bytes, pkb_symmetric* out) {
@@ -222,6 +232,15 @@ const pkb_group* Runtime::find_group(const pkb_context* ctx, const char* name) {
 int64_t Runtime::param(const pkb_context* ctx, const char* name, int64_t fallback) {
   for (auto& p : self(ctx)->params_)
     if (name && std::strcmp(p.name, name) == 0) return p.value;
+  return fallback;
+}
+
+double Runtime::fparam(const pkb_context* ctx, const char* name, double fallback) {
+  if (!name) return fallback;
+  for (auto& [k, v] : self(ctx)->float_params_)
+    if (k == name) return v;
+  for (auto& p : self(ctx)->params_)
+    if (std::strcmp(p.name, name) == 0) return static_cast<double>(p.value);
   return fallback;
 }
 

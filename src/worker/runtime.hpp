@@ -40,8 +40,11 @@ class Runtime {
   /// The last message a solution passed to set_error (cleared by take).
   std::string take_error();
 
-  /// The parameters the solution sees (ctx->params) for the current step.
-  void set_params(const std::vector<std::pair<std::string, long long>>& params);
+  /// The parameters the solution sees (ctx->params, ctx->fparam) for `step`: its integer parameters,
+  /// then its per-call ones (at trial_low until set_call).
+  void set_params(const StepPlan& step);
+  /// Gives every per-call parameter its value for the call whose inputs are keyed by (seed, stream).
+  void set_call(uint64_t seed, uint64_t stream);
 
   /// Ordered, collective teardown: frees leftover symmetric buffers, device communicators,
   /// sub-communicators, then finalizes and destroys the communicator.
@@ -65,6 +68,7 @@ class Runtime {
   static void set_error(pkb_context* ctx, const char* msg);
   static const pkb_group* find_group(const pkb_context* ctx, const char* name);
   static int64_t param(const pkb_context* ctx, const char* name, int64_t fallback);
+  static double fparam(const pkb_context* ctx, const char* name, double fallback);
   void free_alloc(SymAlloc& a);
 
   struct DeviceSelect {  // first member: the device is current before any stream is created
@@ -86,6 +90,8 @@ class Runtime {
   std::vector<std::vector<int>> group_members_;
   std::vector<std::pair<std::string, long long>> param_values_;
   std::vector<pkb_param> params_;
+  std::vector<std::pair<std::string, double>> float_params_;
+  std::vector<TrialParam> trial_params_;  // the last trial_params_.size() entries of params_
   std::vector<std::unique_ptr<SymAlloc>> allocs_;
   std::string error_;
   std::string gpu_name_;

@@ -52,6 +52,7 @@ int guarded(const char* what, F&& entry) {
 }
 
 void Session::call_run(TensorSet& in, TensorSet& out) {
+  rt_->set_call(in.seed, in.stream);  // per-call parameters follow the inputs (core/trial_param.hpp)
   call_entry("pkb_run", guarded("pkb_run", [&] {
                return run_(rt_->ctx(), in.views.data(), static_cast<int>(in.views.size()), out.views.data(),
                            static_cast<int>(out.views.size()));
@@ -136,7 +137,7 @@ void Session::run() {
 void Session::run_step(int s) {
   step_index_ = s;
   step_ = &plan_.steps[s];
-  rt_->set_params(step_->params);
+  rt_->set_params(*step_);
   enter("init");
   call_entry("pkb_init", guarded("pkb_init", [&] { return init_(rt_->ctx()); }));
   CUDA_CHECK(cudaDeviceSynchronize());
@@ -177,9 +178,11 @@ void Session::run_trial(int trial) {
   CUDA_CHECK(cudaMemsetAsync(slots.get(), 0, slots.bytes(), hs));
   uint64_t trial_seed = step_->trial_seeds.at(static_cast<size_t>(trial));
   uint64_t poison_call = poison_bits(trial_seed, static_cast<uint64_t>(trial));
+  in.seed = trial_seed;
+  in.stream = static_cast<uint64_t>(trial);
   for (size_t i = 0; i < n_in; ++i) {
     auto& d = step_->inputs[i];
-    launch_generate(in.buffers[i].get(), d.dtype, d.numel(), d.dist,
+    launch_generate(in.buffers[i].get(), d.dtype, d.numel(), heldout_trial(static_cast<uint64_t>(trial)) ? held_out(d.dist) : d.dist,
                     input_key(trial_seed, static_cast<uint64_t>(trial), plan_.rank, i, d.dist), hs);
     launch_check(in.buffers[i].get(), d.dtype, d.numel(), 0, in_before + i, hs);
   }

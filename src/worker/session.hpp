@@ -26,6 +26,7 @@ struct WorkerFailure : std::runtime_error {
 struct TensorSet {
   std::vector<DeviceBuffer> buffers;
   std::vector<pkb_tensor> views;
+  uint64_t seed = 0, stream = 0;  // what the inputs were drawn from; a call on them gets its per-call params from it
   TensorSet() = default;
   explicit TensorSet(const std::vector<TensorDesc>& descs);
 };

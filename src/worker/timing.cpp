@@ -66,9 +66,12 @@ double Session::allreduce_max(double v) {
 }
 
 void Session::regenerate(TensorSet& set, uint64_t seed, uint64_t stream, CheckSlot* digest_slots) {
+  set.seed = seed;
+  set.stream = stream;
   for (size_t i = 0; i < step_->inputs.size(); ++i) {
     auto& d = step_->inputs[i];
-    launch_generate(set.buffers[i].get(), d.dtype, d.numel(), d.dist, input_key(seed, stream, plan_.rank, i, d.dist),
+    // Warm-up and timed calls are held-out calls (heldout_trial in core/dist.hpp).
+    launch_generate(set.buffers[i].get(), d.dtype, d.numel(), held_out(d.dist), input_key(seed, stream, plan_.rank, i, d.dist),
                     rt_->stream());
     if (digest_slots) launch_check(set.buffers[i].get(), d.dtype, d.numel(), 0, digest_slots + i, rt_->stream());
   }
