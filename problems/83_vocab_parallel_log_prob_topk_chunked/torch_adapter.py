@@ -1,0 +1,21 @@
+"""Problem 83: calls PKB's reference/83_vocab_parallel_log_prob_topk_chunked.py solution() on pkb's inputs."""
+UPSTREAM = "reference/83_vocab_parallel_log_prob_topk_chunked.py"
+
+
+def make_args(inputs, ctx):
+    """PKB's inputs already carry "+ 8" at each target column; pkb's solution adds `boost` itself
+    (spec.toml says why), so the boost is applied here, in D, the way PKB builds its logits:
+    logits + (column == target).to(D) * boost. target is pkb's shared draw; tp_group None is WORLD;
+    top_k, top_p and chunk_size are PKB's caller's 10, 0.9 and the spec's chunk."""
+    import torch
+
+    logits, target = inputs["vocab_parallel_logits"], inputs["target"]
+    cols = logits.shape[-1]
+    column = ctx.rank * cols + torch.arange(cols, dtype=torch.long, device=logits.device)
+    mask = column.view(1, 1, cols) == target.unsqueeze(-1)
+    boosted = logits + mask.to(dtype=logits.dtype) * float(ctx.vars["boost"])
+    return (boosted.contiguous(), target, None, int(ctx.vars["top_k"]), 0.9, int(ctx.vars["chunk"]))
+
+
+def to_outputs(result, inputs, ctx):
+    return {"log_prob": result}
