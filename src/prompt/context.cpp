@@ -2,6 +2,7 @@
 // instance and the machine's measured facts, each formatted as plain text for the templates.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -80,6 +81,8 @@ std::string tensor_list(const Instance& inst, bool inputs) {
       if (inputs) {
         out += "; values: " + dist_text(get(start).dist);
         if (get(start).dist.shared && get(start).dist.kind != DistKind::split) out += ", identical on every rank";
+        if (!specs[i].init.shared_by.empty())
+          out += ", identical on the ranks with the same value of `" + specs[i].init.shared_by.text() + "`";
         if (get(start).dist.heldout) out += heldout_text(get(start).dist);
         if (get(start).mutable_) out += "; the reference modifies it in place (you may too; only outputs are compared)";
       } else {
@@ -112,10 +115,19 @@ std::string latency(double us) { return us > 0 ? fmt::format("{:.1f} us", us) : 
 }  // namespace
 
 std::string shapes_text(const Instance& inst) {
-  std::string vars;
-  for (auto& [k, v] : inst.vars)
-    if (k != "e") vars += (vars.empty() ? "" : ", ") + k + " = " + number(v);
-  std::string out = fmt::format("Parameters: {} (ctx->param(ctx, \"M\", 0) reads them).\n\n", vars);
+  std::string vars, reals;
+  for (auto& [k, v] : inst.vars) {
+    if (k == "e") continue;
+    bool real = std::any_of(inst.float_params.begin(), inst.float_params.end(), [&](auto& f) { return f.first == k; });
+    (real ? reals : vars) += ((real ? reals : vars).empty() ? "" : ", ") + k + " = " + number(v);
+  }
+  std::string out = fmt::format("Parameters: {} (ctx->param(ctx, \"M\", 0) reads them).\n", vars);
+  if (!reals.empty()) out += fmt::format("Real parameters: {} (ctx->fparam(ctx, \"name\", 0.0) reads them).\n", reals);
+  for (auto& tp : inst.trial_params)
+    out += fmt::format("Per-call parameter `{}`: an integer in [{}, {}] that changes from call to call (read it with "
+                       "ctx->param in every pkb_run, never cache it).\n",
+                       tp.name, tp.low, tp.high);
+  out += "\n";
   out += "Inputs of pkb_run, in this order (read-only):\n" + tensor_list(inst, true);
   out += "\nOutputs of pkb_run, in this order (preallocated):\n" + tensor_list(inst, false);
   const auto& groups = inst.spec->groups;

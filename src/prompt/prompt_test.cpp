@@ -1,6 +1,10 @@
 // Prompt rendering: the template syntax, the template file's validation, section choice and the
 // real prompts.toml rendered for real problems.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -11,6 +15,8 @@
 
 namespace pkb {
 namespace {
+
+namespace fs = std::filesystem;
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -188,6 +194,47 @@ TEST_F(RealPrompt, NeverShowsAProblemItsOwnSolution) {
   Prompt p = prompt_for("1");
   EXPECT_EQ(p.user.find("oneshot_allreduce"), std::string::npos);
   EXPECT_EQ(p.user.find("Worked example"), std::string::npos);
+}
+
+TEST_F(RealPrompt, HeldOutCallsAreStated) {
+  Prompt p = prompt_for("1");
+  EXPECT_NE(p.user.find("in held-out calls, off-grid values: uniform in [-2, 2)"), std::string::npos) << p.user;
+  EXPECT_NE(p.user.find("Held-out calls (trials 1, 3, ... and every warm-up and timed call)"), std::string::npos);
+  EXPECT_NE(p.user.find("at most 0.0078125"), std::string::npos);
+}
+
+TEST_F(RealPrompt, RealAndPerCallParamsAndSubgroupDrawsAreStated) {
+  fs::path dir = fs::temp_directory_path() / ("pkb_prompt_test_" + std::to_string(::getpid())) / "99_params";
+  fs::create_directories(dir);
+  std::ofstream(dir / "reference.cu") << "// reference\n";
+  std::ofstream(dir / "spec.toml") << R"(
+id = 99
+name = "params"
+pattern = "p"
+summary = "s"
+params = { lr = 0.001, step = { trial_low = 1, trial_high = 7 } }
+[[sizes]]
+name = "s"
+M = 8
+[[inputs]]
+name = "x"
+shape = ["M"]
+init = { dist = "normal", shared_by = "rank // 2" }
+[[outputs]]
+name = "y"
+shape = ["M"]
+)";
+  spec = load_spec(dir);
+  PromptRequest req;
+  req.world = 4;
+  req.dtype = "bf16";
+  req.home = pkb_home();
+  Prompt p = render_prompt(t, gather_prompt_inputs(t, spec, req));
+  fs::remove_all(dir.parent_path());
+  EXPECT_NE(p.user.find("Real parameters: lr = 0.001 (ctx->fparam"), std::string::npos) << p.user;
+  EXPECT_NE(p.user.find("Per-call parameter `step`: an integer in [1, 7]"), std::string::npos) << p.user;
+  EXPECT_NE(p.user.find("identical on the ranks with the same value of `rank // 2`"), std::string::npos) << p.user;
+  EXPECT_EQ(p.user.find("Held-out calls (trials"), std::string::npos) << "no grid input, no held-out rule";
 }
 
 TEST_F(RealPrompt, PerRankShapesFollowTheWorldSize) {
