@@ -1,7 +1,13 @@
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "core/error.hpp"
 #include "launch/launch_env.hpp"
+#include "launch/launcher.hpp"
 #include "proto/tcp.hpp"
 
 namespace pkb {
@@ -39,6 +45,59 @@ TEST(Tcp, HostPort) {
   EXPECT_THROW(split_host_port("node7"), Error);
   EXPECT_THROW(split_host_port("node7:99999"), Error);
   EXPECT_THROW(split_host_port(":1"), Error);
+}
+
+}  // namespace
+}  // namespace pkb
+
+namespace pkb {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// A file in /dev/shm named like NCCL's segments, made after the job started.
+fs::path make_segment(const std::string& tag) {
+  fs::path p = fs::path("/dev/shm") / ("nccl-pkbtest-" + std::to_string(::getpid()) + "-" + tag);
+  std::ofstream(p) << "x";
+  return p;
+}
+
+std::unique_ptr<Job> sleeping_job(const fs::path& logs, const char* script) {
+  LaunchRequest req;
+  req.world = 1;
+  req.worker_argv = {"/bin/sh", "-c", script};
+  req.log_dir = logs;
+  req.use_cgroup = false;
+  LocalLauncher l;
+  return l.launch(req);
+}
+
+// A killed job's leftover NCCL segments are removed, but never one a live process still holds open
+// (a job running beside it: removing those broke its NCCL), and a job that ended cleanly removes
+// nothing (NCCL unlinks its own).
+TEST(LocalLauncher, RemovesOnlyItsOwnStaleNcclSegments) {
+  if (!fs::is_directory("/dev/shm")) GTEST_SKIP() << "no /dev/shm";
+  fs::path logs = fs::temp_directory_path() / ("pkb_launch_test_" + std::to_string(::getpid()));
+  {
+    auto job = sleeping_job(logs, "sleep 30");
+    fs::path stale = make_segment("stale"), held = make_segment("held");
+    int fd = ::open(held.c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    job.reset();  // killed: not a clean end
+    EXPECT_FALSE(fs::exists(stale));
+    EXPECT_TRUE(fs::exists(held)) << "a segment another process holds open was removed";
+    ::close(fd);
+    fs::remove(held);
+  }
+  {
+    auto job = sleeping_job(logs, "exit 0");
+    fs::path left = make_segment("clean");
+    EXPECT_TRUE(job->wait_all(Clock::now() + std::chrono::seconds(10)));
+    job.reset();
+    EXPECT_TRUE(fs::exists(left)) << "a job that ended cleanly removed a segment";
+    fs::remove(left);
+  }
+  fs::remove_all(logs);
 }
 
 }  // namespace
