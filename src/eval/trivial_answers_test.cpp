@@ -169,7 +169,7 @@ TEST(TrivialAnswers, HeldOutTrialsCatchSolutionsSpecialisedToTheGrid) {
       ++checked;
     }
   }
-  EXPECT_GE(checked, 24);
+  EXPECT_GE(checked, 20);  // 22 problem/W pairs on 2026-12-02: the test must not quietly check nothing
 }
 
 // Host generation (oracle path) honours shared_by: ranks with one group value get one draw, every
