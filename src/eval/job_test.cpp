@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <functional>
+#include <limits>
 #include <sstream>
 
 #include <filesystem>
@@ -435,6 +436,47 @@ TEST(TimedChecks, AFullyCheckedCallComparesEveryElement) {
   auto f = failed(rec);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_NE(f[0]->what.find("timed call 1 rank 0 output 'out' (every element) vs baseline"), std::string::npos) << f[0]->what;
+}
+
+/// One trial of one rank with output `v`, fingerprinted as a worker reports it.
+StepResult trial_side(const std::vector<float>& v) {
+  StepResult sr;
+  std::string bytes(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(digest_bytes(bytes.data(), bytes.size())));
+  RankTrial rt;
+  rt.outputs = {bytes};
+  rt.meta = {{"outputs", {{{"digest_return", hex}, {"digest_after", hex}, {"poison", "7fc00001"}}}},
+             {"inputs", nlohmann::json::array()}};
+  sr.trials = {{rt}};
+  return sr;
+}
+
+// `nonfinite = "as_baseline"`: -inf is right where the baseline has -inf, and wrong elsewhere; without
+// the key any non-finite output fails its sanity check.
+TEST(TrialChecks, NonFiniteOutputsWhereTheBaselineHasThem) {
+  Instance inst = one_output_instance();
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> base{1, 2, -inf, 4, 5, 6, 7, 8};
+  EvalRecord strict;
+  detail::check_sanity(inst, trial_side(base), strict);
+  ASSERT_EQ(failed(strict).size(), 1u);
+  EXPECT_NE(failed(strict)[0]->what.find("finite"), std::string::npos);
+
+  inst.ranks[0].outputs[0].compare.nonfinite_as_expected = true;
+  EvalRecord ok;
+  detail::check_sanity(inst, trial_side(base), ok);
+  detail::check_trials(inst, trial_side(base), trial_side(base), ok);
+  EXPECT_TRUE(failed(ok).empty());
+  std::vector<float> moved = base;
+  moved[2] = 3;
+  moved[5] = -inf;  // -inf where the baseline is finite
+  EvalRecord bad;
+  detail::check_sanity(inst, trial_side(moved), bad);
+  EXPECT_TRUE(failed(bad).empty()) << "sanity leaves it to the comparison";
+  detail::check_trials(inst, trial_side(base), trial_side(moved), bad);
+  ASSERT_EQ(failed(bad).size(), 1u);
+  EXPECT_EQ(failed(bad)[0]->status, Status::mismatch);
 }
 
 // What was committed at return must be what the report says after every rank finished.

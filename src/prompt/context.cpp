@@ -62,6 +62,10 @@ std::string tensor_text(const TensorPlan& t) {
 
 /// How an output is compared, where that is not the problem's tolerance the prompt states.
 std::string compare_note(const Comparison& c, const Tolerance& problem) {
+  if (c.nonfinite_as_expected) {
+    std::string rest = compare_note([&] { Comparison d = c; d.nonfinite_as_expected = false; return d; }(), problem);
+    return rest + "; NaN and infinities are right exactly where the baseline's output has the same";
+  }
   if (c.exact()) return "; compared exactly (every element must equal the baseline's, no tolerance)";
   if (c.tol.atol == problem.atol && c.tol.rtol == problem.rtol) return "";
   return fmt::format("; its own tolerance: |out - ref| <= {:g} + {:g} * |ref|", c.tol.atol, c.tol.rtol);

@@ -213,7 +213,14 @@ void parse_output_compare(const Reader& r, const toml::table& t, const std::stri
   for (auto key : {"atol", "rtol"})
     if (auto v = t.get(key))
       r.error_at(*v, where + "." + key, "an output's own tolerance is a table: tolerance = { " + std::string(key) + " = ... }");
-  r.only_keys(t, where, {"name", "dtype", "shape", "shape_if", "compare", "tolerance", "doc"});
+  r.only_keys(t, where, {"name", "dtype", "shape", "shape_if", "compare", "tolerance", "nonfinite", "doc"});
+  if (auto n = t.get("nonfinite")) {
+    auto v = n->value<std::string>();
+    if (!v || *v != "as_baseline")
+      r.error_at(*n, where + ".nonfinite",
+                 "must be \"as_baseline\" (NaN and infinities allowed where the expected output has the same)");
+    ts.nonfinite_as_baseline = true;
+  }
   if (auto c = t.get("compare")) {
     auto v = c->value<std::string>();
     if (!v || (*v != "exact" && *v != "tolerance"))
@@ -493,7 +500,11 @@ Tolerance Spec::tolerance_for(DType d) const {
 Comparison Spec::comparison_for(size_t o, DType out, DType d) const {
   const TensorSpec& t = outputs.at(o);
   CompareMode mode = t.compare.value_or(is_floating(out) || !t.tolerance.empty() ? CompareMode::tolerance : CompareMode::exact);
-  if (mode == CompareMode::exact) return {CompareMode::exact, {0, 0}};
+  if (mode == CompareMode::exact) {
+    Comparison e{CompareMode::exact, {0, 0}};
+    e.nonfinite_as_expected = t.nonfinite_as_baseline;
+    return e;
+  }
   Tolerance base = is_floating(out) ? tolerance_for(d) : Tolerance{0, 0};
   ToleranceSpec::Pair p = t.tolerance.all;
   for (auto& [k, v] : t.tolerance.by_dtype)
@@ -502,6 +513,7 @@ Comparison Spec::comparison_for(size_t o, DType out, DType d) const {
       if (v.rtol) p.rtol = v.rtol;
     }
   Comparison c{CompareMode::tolerance, {p.atol.value_or(base.atol), p.rtol.value_or(base.rtol)}};
+  c.nonfinite_as_expected = t.nonfinite_as_baseline;
   c.heldout_rtol = heldout_rtol.value_or(std::max(default_heldout_rtol(d), default_heldout_rtol(out)));
   return c;
 }
@@ -517,10 +529,11 @@ double default_heldout_rtol(DType d) {
 }
 
 std::string comparison_text(const Comparison& c) {
-  if (c.exact()) return "exact";
+  std::string nf = c.nonfinite_as_expected ? "; NaN/Inf where the baseline's are" : "";
+  if (c.exact()) return "exact" + nf;
   char buf[96];
   std::snprintf(buf, sizeof buf, "atol %g, rtol %g", c.tol.atol, c.tol.rtol);
-  return buf;
+  return buf + nf;
 }
 
 void override_tolerance(Instance& inst, std::optional<double> atol, std::optional<double> rtol) {

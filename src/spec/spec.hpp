@@ -57,6 +57,9 @@ struct Comparison {
   /// elements may differ by more than `tol` between correct algorithms).
   double heldout_rtol = 0;
   double norm_rtol = 0;  // the bound in force for this comparison: 0, or heldout_rtol (for_call)
+  /// `nonfinite = "as_baseline"`: NaN and infinities are right where the expected value has the same
+  /// (a log-prob of -inf for a filtered token); elsewhere, and always without it, they are wrong.
+  bool nonfinite_as_expected = false;
   bool exact() const { return mode == CompareMode::exact; }
 };
 
@@ -92,6 +95,7 @@ struct TensorSpec {
   bool heldout_keep = false;        // inputs only: `heldout = "keep"`, held-out calls draw it as usual
   std::optional<CompareMode> compare;  // outputs only: `compare = "exact" | "tolerance"`, else the default
   ToleranceSpec tolerance;             // outputs only: the output's own tolerance table
+  bool nonfinite_as_baseline = false;  // outputs only: `nonfinite = "as_baseline"` (Comparison)
   std::string doc;
 };
 

@@ -387,6 +387,14 @@ dtype = "int64"
   EXPECT_DOUBLE_EQ(resolve(s, 2, {}, DType::fp32).ranks[0].outputs[0].compare.heldout_rtol, 0x1p-15);
   EXPECT_TRUE(bf.ranks[0].outputs[1].compare.exact());
 
+  std::string nf = base;
+  nf.replace(nf.find("name = \"y\"\n"), 11, "name = \"y\"\nnonfinite = \"as_baseline\"\n");
+  Spec u = load_spec(write("9_held", nf));
+  EXPECT_TRUE(resolve(u, 2, {}, DType::bf16).ranks[0].outputs[0].compare.nonfinite_as_expected);
+  EXPECT_FALSE(bf.ranks[0].outputs[0].compare.nonfinite_as_expected);
+  nf.replace(nf.find("as_baseline"), 11, "yes");
+  EXPECT_NE(error_of(write("9_held", nf)).find("outputs[0].nonfinite"), std::string::npos) << error_of(write("9_held", nf));
+
   Spec t = load_spec(write("9_held", base + "[heldout]\nrtol = 0.05\n"));
   EXPECT_DOUBLE_EQ(resolve(t, 2, {}, DType::fp32).ranks[0].outputs[0].compare.heldout_rtol, 0.05);
   EXPECT_NE(error_of(write("9_held", base + "[heldout]\nrtol = 2\n")).find("heldout.rtol"), std::string::npos);
