@@ -156,7 +156,7 @@ std::string dist_text(const Dist& d) {
     case DistKind::split:
       return fmt::format("split: {} of a shared random W x W count matrix, every row and column summing to {}",
                          d.a == 0.0 ? "row rank (sends)" : "column rank (receives)", d.lo);
-    case DistKind::spread: return fmt::format("held-out: uniform[{}, {}) * 2^-s, s in 0..7", d.lo * d.a, d.hi * d.a);
+    case DistKind::spread: return fmt::format("uniform[{}, {}) * 2^-s, s in 0..7", d.lo * d.a, d.hi * d.a);
   }
   return "?";
 }
@@ -166,7 +166,7 @@ std::string input_text(const TensorPlan& t, const TensorSpec& spec) {
   if (t.dist.shared && t.dist.kind != DistKind::split) s += ", same on every rank";
   if (t.dist.share_group >= 0) s += fmt::format(", same on ranks of equal `{}`", spec.init.shared_by.text());
   if (t.dist.heldout)
-    s += fmt::format("; held-out calls: uniform[{}, {}) * 2^-s, s in 0..7", t.dist.lo * t.dist.a, t.dist.hi * t.dist.a);
+    s += "; held-out calls: " + dist_text(held_out(t.dist));
   if (t.mutable_) s += "; modified in place by the problem";
   return s;
 }

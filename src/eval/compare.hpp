@@ -32,7 +32,8 @@ struct CompareStats {
 };
 
 /// Whether one element passes: NaN meets NaN, an infinity the same infinity, any other non-finite
-/// `got` fails, else `c` decides. (The timed-call sample check; integers as doubles.)
+/// `got` fails, else `c`'s element-wise rule decides (integers as doubles; no norm-wise bound, which
+/// needs the whole output: compare_bytes).
 bool element_ok(double got, double expected, const Comparison& c);
 
 /// Compares raw output bytes with raw expected bytes of the same dtype.

@@ -36,16 +36,15 @@ std::string dist_text(const Dist& d) {
                          d.a == 0.0 ? "row `rank` (rows this rank sends to each rank)"
                                     : "column `rank` (rows this rank receives from each rank)",
                          d.lo);
-    case DistKind::spread: break;  // only ever a held-out call's redraw of a grid
+    case DistKind::spread:  // a held-out call's redraw of a grid
+      return fmt::format("off-grid values: uniform in [{:g}, {:g}) times 2^-s for a random s in 0..7",
+                         static_cast<double>(d.lo) * d.a, static_cast<double>(d.hi) * d.a);
   }
   return "?";
 }
 
 /// What held-out calls draw instead of a grid input.
-std::string heldout_text(const Dist& d) {
-  return fmt::format("; in held-out calls, off-grid values: uniform in [{:g}, {:g}) times 2^-s for a random s in 0..7",
-                     static_cast<double>(d.lo) * d.a, static_cast<double>(d.hi) * d.a);
-}
+std::string heldout_text(const Dist& d) { return "; in held-out calls, " + dist_text(held_out(d)); }
 
 /// Source text without its final newlines, so that a closing fence follows the last line directly.
 std::string source(const fs::path& path) {

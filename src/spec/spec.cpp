@@ -500,11 +500,9 @@ Tolerance Spec::tolerance_for(DType d) const {
 Comparison Spec::comparison_for(size_t o, DType out, DType d) const {
   const TensorSpec& t = outputs.at(o);
   CompareMode mode = t.compare.value_or(is_floating(out) || !t.tolerance.empty() ? CompareMode::tolerance : CompareMode::exact);
-  if (mode == CompareMode::exact) {
-    Comparison e{CompareMode::exact, {0, 0}};
-    e.nonfinite_as_expected = t.nonfinite_as_baseline;
-    return e;
-  }
+  Comparison c{CompareMode::exact, {0, 0}};
+  c.nonfinite_as_expected = t.nonfinite_as_baseline;
+  if (mode == CompareMode::exact) return c;
   Tolerance base = is_floating(out) ? tolerance_for(d) : Tolerance{0, 0};
   ToleranceSpec::Pair p = t.tolerance.all;
   for (auto& [k, v] : t.tolerance.by_dtype)
@@ -512,8 +510,8 @@ Comparison Spec::comparison_for(size_t o, DType out, DType d) const {
       if (v.atol) p.atol = v.atol;
       if (v.rtol) p.rtol = v.rtol;
     }
-  Comparison c{CompareMode::tolerance, {p.atol.value_or(base.atol), p.rtol.value_or(base.rtol)}};
-  c.nonfinite_as_expected = t.nonfinite_as_baseline;
+  c.mode = CompareMode::tolerance;
+  c.tol = {p.atol.value_or(base.atol), p.rtol.value_or(base.rtol)};
   c.heldout_rtol = heldout_rtol.value_or(std::max(default_heldout_rtol(d), default_heldout_rtol(out)));
   return c;
 }
