@@ -266,6 +266,9 @@ INSTANTIATE_TEST_SUITE_P(World, Gpu, ::testing::Values(2, 4, 8), [](const auto& 
 struct Case {
   fs::path file;
   std::string expect, problem, requires_, check;
+  std::string expect_shared;   // the verdict where ranks share a GPU, if it differs
+  std::string warning;         // a warning the record must carry
+  std::string warning_shared;  // ... where ranks share a GPU
   std::vector<std::string> args;
   std::vector<std::pair<std::string, std::string>> env;
   double max_speedup = 0;
@@ -285,6 +288,9 @@ std::vector<Case> adversarial_cases() {
         return line.substr(pos + key.size());
       };
       if (auto v = take("pkb-expect: ")) c.expect = *v;
+      if (auto v = take("pkb-expect-shared: ")) c.expect_shared = *v;
+      if (auto v = take("pkb-warning: ")) c.warning = *v;
+      if (auto v = take("pkb-warning-shared: ")) c.warning_shared = *v;
       if (auto v = take("pkb-problem: ")) c.problem = *v;
       if (auto v = take("pkb-requires: ")) c.requires_ = *v;
       if (auto v = take("pkb-check: ")) c.check = *v;
@@ -348,12 +354,22 @@ TEST(Adversarial, EveryCaseGetsItsVerdictAndLeavesNothingBehind) {
       continue;
     }
     std::vector<std::string> args = eval_tiny(c.problem, c.file.string());
+    if (std::find(c.args.begin(), c.args.end(), "--size") != c.args.end())  // the case's size replaces tiny
+      args.erase(std::find(args.begin(), args.end(), "--size"), std::find(args.begin(), args.end(), "--size") + 2);
     args.insert(args.end(), {"--trials", "2", "--iters", "20", "--warmup", "10"});
     args.insert(args.end(), c.args.begin(), c.args.end());
     auto r = pkb(args, c.env);
     std::string got = r.record.value("status", "(no record)");
-    EXPECT_EQ(got, c.expect) << c.file.filename() << ": " << r.record.value("message", "") << "\n" << r.err;
-    if (c.expect != "ok") EXPECT_NE(r.rc, 0) << c.file.filename();
+    const std::string& expect = shared && !c.expect_shared.empty() ? c.expect_shared : c.expect;
+    EXPECT_EQ(got, expect) << c.file.filename() << ": " << r.record.value("message", "") << "\n" << r.err;
+    if (expect != "ok") EXPECT_NE(r.rc, 0) << c.file.filename();
+    for (const std::string* w : {&c.warning, shared ? &c.warning_shared : nullptr}) {
+      if (!w || w->empty()) continue;
+      bool found = false;
+      for (auto& x : r.record.value("warnings", json::array())) found |= x.get<std::string>().find(*w) != std::string::npos;
+      EXPECT_TRUE(found) << c.file.filename() << ": no warning mentions \"" << *w << "\"; warnings: "
+                         << r.record.value("warnings", json::array()).dump();
+    }
     if (c.max_speedup > 0 && !shared && r.record["speedup"].is_number())
       EXPECT_LT(r.record["speedup"].get<double>(), c.max_speedup) << c.file.filename() << ": implausible speedup";
     EXPECT_LT(r.seconds, 120) << c.file.filename();
