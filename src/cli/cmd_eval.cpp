@@ -51,7 +51,18 @@ void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
   if (is_eval)
     sub.add_flag("--unchecked-timing", f.opts.unchecked_timing,
                  "Skip the per-call checks of timed calls (to measure what they cost; the run is flagged)");
-  else sub.add_flag("--perf", f.perf, "Also time the solution");
+  if (is_eval) {
+    sub.add_option("--interleave", f.opts.interleave,
+                   "Time baseline and candidate in alternating rounds of R calls, both jobs alive (speedup: median of "
+                   "the rounds' ratios, with a 95% interval; 0: one job after the other)")
+        ->check(at_least(0))
+        ->envname("PKB_INTERLEAVE");
+    sub.add_option("--unstable-bound", f.opts.unstable_bound,
+                   "With --interleave: mark the record unstable when the interval reaches beyond this fraction of the "
+                   "speedup on either side (default 0.02)")
+        ->check(at_least(0));
+  }
+  if (!is_eval) sub.add_flag("--perf", f.perf, "Also time the solution");
   sub.add_option("--timeout", f.opts.timeout_s, "Deadline in seconds per phase (each trial; the timed phase gets 5x)")
       ->envname("PKB_TIMEOUT");
   sub.add_option("--json", f.opts.json_out, "Append the record as one JSON line to this file")->envname("PKB_JSON");
@@ -96,6 +107,9 @@ int execute(SharedFlags& f, bool is_eval) {
     if (!why.empty()) throw Error(Errc::invalid_argument, why);
   }
   o.perf = is_eval ? !f.no_perf : f.perf;
+  if (o.interleave > 0 && o.perf && (o.iters + o.interleave - 1) / o.interleave < 6)
+    fmt::print(stderr, "pkb: --interleave {} with --iters {} gives {} round(s): a 95% interval needs 6 (the record will say "
+                       "unstable)\n", o.interleave, o.iters, (o.iters + o.interleave - 1) / o.interleave);
   if (!f.seed.empty()) {
     try {
       o.seed = std::stoull(f.seed, nullptr, 16);

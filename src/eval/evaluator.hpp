@@ -31,6 +31,12 @@ struct EvalOptions {
   int warmup = 500, iters = 100;
   bool perf = true;
   bool unchecked_timing = false;  // skip per-call checks: only to measure what they cost (flagged)
+  /// Interleaved A/B timing (eval/gate.hpp): both jobs alive, timed in alternating rounds of this
+  /// many calls; 0: the baseline's job, then the candidate's.
+  int interleave = 0;
+  /// An interleaved speedup whose 95 % interval reaches further than this fraction of it on either
+  /// side is marked unstable.
+  double unstable_bound = 0.02;
   double timeout_s = 60;  // per phase (each trial; the timed phase gets 5x)
   std::string json_out, dump_dir;
   bool oracle = false;    // run: compare with the problem's CPU oracle

@@ -2,7 +2,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <exception>
 #include <iostream>
+#include <thread>
 
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -244,7 +246,8 @@ void sandbox_job(JobConfig& cfg, const std::filesystem::path& dir) {
 
 }  // namespace
 
-JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<WorkerPlan> plans, const std::string& label) {
+JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<WorkerPlan> plans, const std::string& label,
+                   CallGate* gate, int side) {
   std::unique_ptr<Launcher> chosen;
   if (opts.launcher == "mpi") {
     chosen = std::make_unique<MpiLauncher>(opts.mpi);
@@ -264,7 +267,9 @@ JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<Worke
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<long long>(s * 1000)); };
   cfg.deadlines.trial = ms(opts.timeout_s);
   cfg.deadlines.init = ms(std::max(opts.timeout_s, 60.0));
-  cfg.deadlines.timing = ms(opts.timeout_s * 5);
+  cfg.deadlines.timing = ms(opts.timeout_s * 5 * (gate ? 2 : 1));  // interleaved: the other job's turns too
+  cfg.gate = gate;
+  cfg.gate_side = side;
   cfg.deadlines.finalize = ms(std::max(opts.timeout_s, 30.0));
   int trials = opts.trials;
   if (opts.progress)
@@ -375,6 +380,34 @@ void dry_body(const EvalOptions& opts, const Prepared& p, EvalRecord& rec, Clock
   finish_record(opts, rec, t0);
 }
 
+/// Interleaved timing: the speedup is the median of the rounds' ratios, with its 95 % interval; an
+/// interval reaching further than the bound on either side (or none, with fewer than 6 rounds)
+/// marks the record unstable.
+void note_interleaved(const EvalOptions& opts, EvalRecord& rec) {
+  RoundSpeedup rs = round_speedup(rec.baseline_timing.per_iter_us, rec.candidate_timing.per_iter_us, opts.interleave);
+  if (rs.rounds == 0) return;
+  rec.speedup = rs.median;
+  bool has_interval = rs.lo > 0;
+  double b = opts.unstable_bound;
+  bool unstable = !has_interval || rs.lo < rs.median * (1 - b) || rs.hi > rs.median * (1 + b);
+  using nlohmann::json;
+  rec.interleaved = json{{"round", opts.interleave},
+                         {"rounds", rs.rounds},
+                         {"lo", has_interval ? json(rs.lo) : json(nullptr)},
+                         {"hi", has_interval ? json(rs.hi) : json(nullptr)},
+                         {"bound", b},
+                         {"unstable", unstable}};
+  if (!unstable) return;
+  char buf[200];
+  if (has_interval)
+    std::snprintf(buf, sizeof buf, "unstable speedup: 95%% interval [%.3f, %.3f] around %.3f over %d rounds reaches beyond +-%.1f%%",
+                  rs.lo, rs.hi, rs.median, rs.rounds, 100 * b);
+  else
+    std::snprintf(buf, sizeof buf, "unstable speedup: %d rounds give no 95%% interval (6 are needed: more --iters or a smaller --interleave)",
+                  rs.rounds);
+  rec.warnings.push_back(buf);
+}
+
 void eval_body(const EvalOptions& opts, const Prepared& p, EvalRecord& rec, Clock::time_point t0) {
   rec.baseline.label = "baseline";
   rec.candidate.label = "candidate";
@@ -385,7 +418,32 @@ void eval_body(const EvalOptions& opts, const Prepared& p, EvalRecord& rec, Cloc
     return;
   }
   bool dump = !opts.dump_dir.empty();
-  JobResult base = run_side(opts, p, make_plans(p, {main_step(opts, p, opts.perf)}, base_so, "baseline", dump), "baseline");
+  JobResult base, cand;
+  bool interleaved = opts.interleave > 0 && opts.perf;
+  if (interleaved) {
+    // Both jobs at once, taking turns in the timed phase (eval/gate.hpp); the baseline's in a thread.
+    CallGate gate(p.inst.world, opts.interleave);
+    std::exception_ptr base_error;
+    std::thread base_thread([&] {
+      try {
+        base = run_side(opts, p, make_plans(p, {main_step(opts, p, opts.perf)}, base_so, "baseline", dump), "baseline", &gate, 0);
+      } catch (...) {
+        base_error = std::current_exception();
+        gate.leave(0);
+      }
+    });
+    try {
+      cand = run_side(opts, p, make_plans(p, {main_step(opts, p, opts.perf)}, cand_so, "candidate", dump), "candidate", &gate, 1);
+    } catch (...) {
+      gate.leave(1);
+      base_thread.join();
+      throw;
+    }
+    base_thread.join();
+    if (base_error) std::rethrow_exception(base_error);
+  } else {
+    base = run_side(opts, p, make_plans(p, {main_step(opts, p, opts.perf)}, base_so, "baseline", dump), "baseline");
+  }
   rec.baseline.job_wall_s = base.wall_s;
   rec.baseline.teardown_clean = base.teardown_clean;
   if (base.status != Status::ok) {
@@ -393,7 +451,8 @@ void eval_body(const EvalOptions& opts, const Prepared& p, EvalRecord& rec, Cloc
     finish_record(opts, rec, t0);
     return;
   }
-  JobResult cand = run_side(opts, p, make_plans(p, {main_step(opts, p, opts.perf)}, cand_so, "candidate", dump), "candidate");
+  if (!interleaved)
+    cand = run_side(opts, p, make_plans(p, {main_step(opts, p, opts.perf)}, cand_so, "candidate", dump), "candidate");
   rec.candidate.job_wall_s = cand.wall_s;
   rec.candidate.teardown_clean = cand.teardown_clean;
   for (auto* s : {&rec.baseline, &rec.candidate})
@@ -431,6 +490,7 @@ void eval_body(const EvalOptions& opts, const Prepared& p, EvalRecord& rec, Cloc
   conclude_checks(rec);
   if (opts.perf && rec.baseline_timing.measured && rec.candidate_timing.measured && rec.candidate_timing.us.median > 0)
     rec.speedup = rec.baseline_timing.us.median / rec.candidate_timing.us.median;
+  if (interleaved && rec.speedup) note_interleaved(opts, rec);
   finish_record(opts, rec, t0);
 }
 

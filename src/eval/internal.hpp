@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "eval/evaluator.hpp"
+#include "eval/gate.hpp"
 #include "eval/system.hpp"
 #include "roofline/hardware.hpp"
 #include "spec/spec.hpp"
@@ -51,7 +52,9 @@ TimingPlan timing_plan(const EvalOptions& opts, const Prepared& p, const Instanc
 std::vector<WorkerPlan> make_plans(const Prepared& p, const std::vector<Step>& steps, const std::string& so_path,
                                    const std::string& role, bool send_inputs);
 
-JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<WorkerPlan> plans, const std::string& label);
+/// Runs one side's job; with a gate, as `side` of an interleaved pair (eval/gate.hpp).
+JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<WorkerPlan> plans, const std::string& label,
+                   CallGate* gate = nullptr, int side = 0);
 
 // checks.cpp
 /// Checks a job's own outputs (written, finite, stable after return, inputs untouched).

@@ -197,7 +197,7 @@ class JobRunner {
   }
 
   JobResult run() {
-    auto t0 = start_ = Clock::now();
+    auto t0 = start_ = res_.started = Clock::now();
     int W = static_cast<int>(cfg_.plans.size());
     job_ = launcher_.launch(cfg_.launch);
     res_.containment = job_->containment();
@@ -333,8 +333,49 @@ class JobRunner {
     }
     if (call + 1 < plan.timing.iters) g["next_seed"] = stream_seed(plan.seed, kTimedStream + static_cast<uint64_t>(call + 1));
     s.next_call = call + 1;
-    s.granted_s = std::chrono::duration<double>(Clock::now() - start_).count();
-    send_message(job_->channel(r), {MsgKind::grant, std::move(g), {}});
+    Answer a{r, s.step, call, plan.timing.iters, std::move(g)};
+    if (cfg_.gate) {  // interleaved timing: the answer may have to wait for the other job's round
+      cfg_.gate->committed(cfg_.gate_side, a.step, r, call);
+      if (!cfg_.gate->may_answer(cfg_.gate_side, a.step, call, a.iters)) {
+        held_.push_back(std::move(a));
+        return;
+      }
+    }
+    answer(a);
+  }
+
+  /// An answer to a timed call's commit, sent now: the next call's window on the driver's clock
+  /// starts here.
+  struct Answer {
+    int rank, step, call, iters;
+    json body;
+  };
+  void answer(Answer& a) {
+    ranks_[a.rank].granted_s = std::chrono::duration<double>(Clock::now() - start_).count();
+    send_message(job_->channel(a.rank), {MsgKind::grant, std::move(a.body), {}});
+  }
+
+  /// Sends the held answers whose turn has come (interleaved timing).
+  void release_held() {
+    for (size_t i = 0; i < held_.size();) {
+      Answer& a = held_[i];
+      if (ranks_[a.rank].eof || ranks_[a.rank].errored) {
+        held_.erase(held_.begin() + static_cast<long>(i));
+        continue;
+      }
+      if (!cfg_.gate->may_answer(cfg_.gate_side, a.step, a.call, a.iters)) {
+        ++i;
+        continue;
+      }
+      Answer sent = std::move(a);
+      held_.erase(held_.begin() + static_cast<long>(i));
+      try {
+        answer(sent);
+      } catch (const Error& e) {
+        note({Cause::crash, Status::crash, sent.rank, ranks_[sent.rank].phase,
+              std::string("could not answer a timed call: ") + e.what(), Clock::now()});
+      }
+    }
   }
 
   /// Before a rank may say it is done: every trial's results and, where timed, its timing report.
@@ -406,7 +447,7 @@ class JobRunner {
       return;
     }
     auto before = Clock::now();
-    int n = poll(pfds.data(), pfds.size(), 20);
+    int n = poll(pfds.data(), pfds.size(), held_.empty() ? 20 : 1);  // held answers: look again soon
     if (n < 0) return;
     for (size_t i = 0; i < pfds.size(); ++i) {
       if (!(pfds[i].revents & (POLLIN | POLLHUP | POLLERR))) {
@@ -482,10 +523,15 @@ class JobRunner {
     while (true) {
       check_interrupted();  // the Job's destructor kills the workers on the way out
       read_ready();
+      if (cfg_.gate) {
+        if (first_failure_) cfg_.gate->leave(cfg_.gate_side);  // the other job must not wait for a failed one
+        release_held();
+      }
       check_exits_and_deadlines();
       if (first_failure_ && Clock::now() - *first_failure_ > cfg_.deadlines.grace) break;
       if (all_done()) break;
     }
+    if (cfg_.gate) cfg_.gate->leave(cfg_.gate_side);
   }
 
   void finish() {
@@ -534,6 +580,7 @@ class JobRunner {
   std::vector<RankState> ranks_;
   std::vector<Failure> failures_;
   std::optional<Clock::time_point> first_failure_;
+  std::vector<Answer> held_;  // answers waiting for their turn (interleaved timing)
   std::string last_phase_;
   JobResult res_;
   std::vector<std::vector<PhaseKey>> sequences_;  // per rank

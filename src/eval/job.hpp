@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/status.hpp"
+#include "eval/gate.hpp"
 #include "launch/launcher.hpp"
 #include "proto/plan.hpp"
 
@@ -66,6 +67,7 @@ struct JobResult {
   std::vector<nlohmann::json> hello;   // per rank
   std::vector<StepResult> steps;
   double wall_s = 0;
+  std::chrono::steady_clock::time_point started;  // the epoch of the commits' granted_s / received_s
   bool teardown_clean = true;
   std::string log_tail;                // the failing rank's log, last few KiB
   std::string containment;             // cgroup2, cgroup1 or process-group
@@ -78,6 +80,10 @@ struct JobConfig {
   LaunchRequest launch;
   std::vector<WorkerPlan> plans;  // one per rank
   Deadlines deadlines;
+  /// Interleaved timing (eval/gate.hpp): the gate shared with the other job, and which side this
+  /// job is (0: baseline, 1: candidate). Null: the job runs on its own.
+  CallGate* gate = nullptr;
+  int gate_side = 0;
   /// Called on every phase change of rank 0 (for progress display).
   std::function<void(int step, const std::string& phase)> on_phase;
 };

@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <sstream>
+#include <thread>
 
 #include <filesystem>
 #include <fstream>
@@ -191,6 +192,69 @@ TEST(Overheads, WorkOutsideTheTimedIntervalIsFlagged) {
   ASSERT_EQ(rec.checks.size(), 1u);
   EXPECT_EQ(rec.checks[0].status, Status::flagged);
   EXPECT_NE(rec.checks[0].message.find("900.0 us"), std::string::npos) << rec.checks[0].message;
+}
+
+// Interleaved timing: two jobs alive at once take turns in rounds of timed calls (eval/gate.hpp).
+// On the driver's clock, every round of one job lies between the other's rounds before and after.
+TEST_F(JobTest, InterleavedJobsTakeTurnsOnTheDriversClock) {
+  CallGate gate(2, 2);
+  JobResult res[2];
+  auto side = [&](int j) {
+    res[j] = run("ok", 2, true, 1, false, std::chrono::milliseconds(0), [&](JobConfig& c) {
+      c.gate = &gate;
+      c.gate_side = j;
+      c.launch.log_dir = tmp / ("logs" + std::to_string(j));
+      for (auto& p : c.plans) p.steps[0].timing.iters = 6;
+    });
+  };
+  std::thread base([&] { side(0); });
+  side(1);
+  base.join();
+  // A round of a job on the common clock: from the first grant to the last commit of its calls.
+  auto window = [&](int j, int k) {
+    double from = 1e300, to = -1e300;
+    const auto& calls = res[j].steps.at(0).calls;
+    double epoch = std::chrono::duration<double>(res[j].started - res[0].started).count();
+    for (auto& rank_calls : calls)
+      for (int i = 2 * k; i < 2 * k + 2; ++i) {
+        from = std::min(from, epoch + rank_calls.at(static_cast<size_t>(i)).granted_s);
+        to = std::max(to, epoch + rank_calls.at(static_cast<size_t>(i)).received_s);
+      }
+    return std::make_pair(from, to);
+  };
+  for (int j = 0; j < 2; ++j) {
+    ASSERT_EQ(res[j].status, Status::ok) << res[j].message;
+    ASSERT_EQ(res[j].steps.at(0).calls.size(), 2u);
+    ASSERT_EQ(res[j].steps.at(0).calls[0].size(), 6u);
+  }
+  for (int k = 0; k < 3; ++k) {
+    auto b = window(0, k), c = window(1, k);
+    EXPECT_LT(b.second, c.first) << "round " << k << ": the candidate's round began before the baseline's ended";
+    if (k + 1 < 3) EXPECT_LT(c.second, window(0, k + 1).first) << "round " << k + 1 << " of the baseline overlapped";
+  }
+  for (pid_t p : pids()) EXPECT_FALSE(alive(p));
+}
+
+// A job that fails does not leave the other waiting at the gate.
+TEST_F(JobTest, AnInterleavedJobThatCrashesReleasesTheOther) {
+  CallGate gate(2, 1);
+  JobResult res[2];
+  std::thread crashing([&] {
+    res[1] = run("crash:1:timing", 2, true, 1, false, std::chrono::milliseconds(0), [&](JobConfig& c) {
+      c.gate = &gate;
+      c.gate_side = 1;
+      c.launch.log_dir = tmp / "logs1";
+    });
+  });
+  res[0] = run("ok", 2, true, 1, false, std::chrono::milliseconds(0), [&](JobConfig& c) {
+    c.gate = &gate;
+    c.gate_side = 0;
+    c.launch.log_dir = tmp / "logs0";
+  });
+  crashing.join();
+  EXPECT_EQ(res[0].status, Status::ok) << res[0].message;
+  EXPECT_NE(res[1].status, Status::ok);
+  EXPECT_EQ(res[0].steps.at(0).calls.at(0).size(), 5u);
 }
 
 TEST_F(JobTest, HangIsATimeoutWithinTheDeadlineAndKillsEveryone) {

@@ -83,6 +83,14 @@ std::string format_summary(const EvalRecord& r, bool color) {
     o += fmt::format("  {:<10} {:.3f}x — not a measurement (ranks share GPUs; left out of pkb report's speedups)\n",
                      "speedup", *r.speedup);
   else if (r.speedup) o += fmt::format("  {:<10} {}{:.3f}x{}\n", "speedup", *r.speedup >= 1.0 ? green : yellow, *r.speedup, reset);
+  if (r.speedup && r.interleaved.is_object()) {
+    const auto& iv = r.interleaved;
+    std::string range = iv.value("lo", nlohmann::json()).is_number()
+                            ? fmt::format("95% interval [{:.3f}, {:.3f}]", iv["lo"].get<double>(), iv["hi"].get<double>())
+                            : std::string("no 95% interval (fewer than 6 rounds)");
+    o += fmt::format("  {:<10} {} rounds of {} calls, {}{}\n", "interleave", iv.value("rounds", 0), iv.value("round", 0), range,
+                     iv.value("unstable", false) ? " — unstable" : "");
+  }
   for (auto& w : r.warnings) o += fmt::format("  {}warning{}    {}\n", yellow, reset, w);
   std::string jobs;
   if (r.baseline.job_wall_s > 0) jobs += fmt::format("baseline job {:.1f} s", r.baseline.job_wall_s);

@@ -53,6 +53,7 @@ json to_json(const EvalRecord& r) {
       {"failed_checks", checks},
       {"timing", {{"baseline", timing_json(r.baseline_timing)}, {"candidate", timing_json(r.candidate_timing)}}},
       {"speedup", r.speedup ? json(*r.speedup) : json(nullptr)},
+      {"interleaved", r.interleaved},
       {"roofline", r.roofline},
       {"graph_timing", r.graph_timing},
       {"bitwise_identical", r.bitwise_identical ? json(*r.bitwise_identical) : json(nullptr)},

@@ -85,6 +85,10 @@ struct EvalRecord {
 
   SideTiming baseline_timing, candidate_timing;
   std::optional<double> speedup;
+  /// Interleaved timing (pkb eval --interleave R): {round, rounds, lo, hi, bound, unstable}: the
+  /// speedup is the median of per-round ratios, [lo, hi] its 95 % interval (null without 6 rounds);
+  /// null when the two jobs ran one after the other.
+  nlohmann::json interleaved = nullptr;
   /// Roofline of the candidate (see docs/performance.md): floor_us, pct (floor / measured),
   /// the byte and FLOP counts it came from; null when not computed.
   nlohmann::json roofline = nullptr;
