@@ -144,6 +144,17 @@ std::string shape_text(const std::vector<long long>& shape, DType d) {
   return s + "]";
 }
 
+std::string distinct_text(const Dist& d) {
+  std::string draw = fmt::format("{} rows of {} distinct integers in [0, {}), ascending", d.a, d.hi, d.lo);
+  switch (static_cast<DistinctView>(static_cast<int32_t>(d.b))) {
+    case DistinctView::values: return draw;
+    case DistinctView::onehot: return "one-hot [n, k, M] of " + draw;
+    case DistinctView::mask: return "membership mask [n, M] of " + draw;
+    case DistinctView::grouped: return "row indices grouped by value (ascending within a value) of " + draw;
+  }
+  return draw;
+}
+
 std::string dist_text(const Dist& d) {
   switch (d.kind) {
     case DistKind::normal: return fmt::format("normal(mean {}, std {})", d.a, d.b);
@@ -157,14 +168,22 @@ std::string dist_text(const Dist& d) {
       return fmt::format("split: {} of a shared random W x W count matrix, every row and column summing to {}",
                          d.a == 0.0 ? "row rank (sends)" : "column rank (receives)", d.lo);
     case DistKind::spread: return fmt::format("uniform[{}, {}) * 2^-s, s in 0..7", d.lo * d.a, d.hi * d.a);
+    case DistKind::distinct: return distinct_text(d);
+    case DistKind::owner_ids:
+      return fmt::format("ids in [0, {}) whose owners (id mod W) follow row rank of a shared split matrix ({} per row), "
+                         "in random order", d.a, d.lo);
+    case DistKind::composition:
+      return fmt::format("integers in [0, {}], summing to {} on every rank and to W * {} across ranks at each position",
+                         2 * d.lo, static_cast<long long>(d.a) * d.lo, d.lo);
   }
   return "?";
 }
 
 std::string input_text(const TensorPlan& t, const TensorSpec& spec) {
   std::string s = dist_text(t.dist);
-  if (t.dist.shared && t.dist.kind != DistKind::split) s += ", same on every rank";
+  if (t.dist.shared && !per_rank_part(t.dist)) s += ", same on every rank";
   if (t.dist.share_group >= 0) s += fmt::format(", same on ranks of equal `{}`", spec.init.shared_by.text());
+  if (!spec.init.of.empty()) s += fmt::format(" (the draw of `{}`)", spec.init.of);
   if (t.dist.heldout)
     s += "; held-out calls: " + dist_text(held_out(t.dist));
   if (t.mutable_) s += "; modified in place by the problem";

@@ -302,5 +302,136 @@ TEST(Stats, PercentilesAndSummary) {
   EXPECT_THROW(max_over_ranks({{1, 2}, {1}}), Error);
 }
 
+
+// Structured draws (C4). Each test generates tensors element by element with generate_element, as
+// the workers and the driver's oracle path do, and checks the structure the problem relies on.
+
+std::vector<int64_t> draw_i64(const Dist& d, uint64_t key, size_t n) {
+  std::vector<int64_t> v(n);
+  for (size_t i = 0; i < n; ++i) generate_element(v.data(), DType::i64, d, key, i);
+  return v;
+}
+
+TEST(Generate, DistinctRowsAndTheirViewsAgree) {
+  const int64_t n = 8, k = 3, rows = 200;
+  Dist values{DistKind::distinct, static_cast<double>(rows), static_cast<double>(DistinctView::values), n, k};
+  Dist onehot = values, mask = values, grouped = values;
+  onehot.b = static_cast<double>(DistinctView::onehot);
+  mask.b = static_cast<double>(DistinctView::mask);
+  grouped.b = static_cast<double>(DistinctView::grouped);
+  const uint64_t key = input_key(5, 1, 3, 2, values);
+  auto v = draw_i64(values, key, rows * k);
+  std::vector<float> hot(n * k * rows);  // a floating one-hot, as problem 28's expert mask
+  for (size_t i = 0; i < hot.size(); ++i) generate_element(hot.data(), DType::fp32, onehot, key, i);
+  std::vector<uint8_t> in(n * rows);
+  for (size_t i = 0; i < in.size(); ++i) generate_element(in.data(), DType::boolean, mask, key, i);
+  auto order = draw_i64(grouped, key, rows * k);
+  std::vector<int64_t> count(n, 0), expect_order;
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t x = v[m * k + j];
+      ASSERT_GE(x, 0);
+      ASSERT_LT(x, n);
+      if (j > 0) EXPECT_LT(v[m * k + j - 1], x) << "row " << m << " is not ascending and distinct";
+      ++count[x];
+    }
+    for (int64_t e = 0; e < n; ++e) {
+      bool holds = false;
+      for (int64_t j = 0; j < k; ++j) {
+        holds |= v[m * k + j] == e;
+        EXPECT_EQ(hot[(e * k + j) * rows + m], v[m * k + j] == e ? 1.0f : 0.0f);
+      }
+      EXPECT_EQ(in[e * rows + m], holds ? 1 : 0);
+    }
+  }
+  for (int64_t e = 0; e < n; ++e) {
+    EXPECT_GT(count[e], 0) << "value " << e << " never drawn";
+    for (int64_t m = 0; m < rows; ++m)
+      if (in[e * rows + m]) expect_order.push_back(m);
+  }
+  EXPECT_EQ(order, expect_order);  // masked_select of arange(M) over the mask, value-major
+  Dist other = values;
+  EXPECT_NE(draw_i64(other, input_key(5, 2, 3, 2, values), rows * k), v);  // another call, another draw
+}
+
+TEST(Generate, PermuteIndexIsABijection) {
+  for (uint64_t size : {1ull, 2ull, 3ull, 17ull, 64ull, 1000ull, 4097ull}) {
+    std::set<uint64_t> seen;
+    bool moved = false;
+    for (uint64_t i = 0; i < size; ++i) {
+      uint64_t p = permute_index(0x1234 + size, size, i);
+      EXPECT_LT(p, size);
+      seen.insert(p);
+      moved |= p != i;
+    }
+    EXPECT_EQ(seen.size(), size);
+    if (size > 16) EXPECT_TRUE(moved) << size;
+  }
+}
+
+TEST(Generate, OwnerIdsFollowTheSplitMatrix) {
+  for (int64_t world : {1, 2, 3, 4, 8}) {
+    for (uint64_t trial = 0; trial < 10; ++trial) {
+      const int64_t total = 300 + static_cast<int64_t>(trial), bound = 1000;
+      std::vector<int64_t> received(world, 0);
+      for (int64_t r = 0; r < world; ++r) {
+        Dist d{DistKind::owner_ids, static_cast<double>(bound), static_cast<double>(r), total, world, true, kSplitSlotBase};
+        Dist send{DistKind::split, 0.0, static_cast<double>(r), total, world, true, kSplitSlotBase};
+        auto ids = draw_i64(d, input_key(11, trial, r, 0, d), total);
+        auto row = draw_i64(send, input_key(11, trial, r, 1, send), world);  // the same matrix's row
+        std::vector<int64_t> owned(world, 0);
+        int descents = 0;
+        for (int64_t i = 0; i < total; ++i) {
+          ASSERT_GE(ids[i], 0);
+          ASSERT_LT(ids[i], bound);
+          ++owned[ids[i] % world];
+          descents += i > 0 && ids[i] % world < ids[i - 1] % world;
+        }
+        EXPECT_EQ(owned, row) << "W " << world << " rank " << r;
+        for (int64_t o = 0; o < world; ++o) received[o] += owned[o];
+        int64_t nonempty = 0;
+        for (int64_t o = 0; o < world; ++o) nonempty += owned[o] > 0;
+        if (nonempty > 1) EXPECT_GT(descents, 0) << "owners arrive sorted";
+      }
+      for (int64_t o = 0; o < world; ++o) EXPECT_EQ(received[o], total) << "what owner " << o << " receives";
+    }
+  }
+}
+
+TEST(Generate, CompositionsHaveStaticTotalsAndVaryingParts) {
+  const int64_t mean = 12, rows = 7, cols = 64, numel = rows * cols;
+  for (int64_t world : {1, 2, 3, 4, 8}) {
+    std::vector<std::vector<int64_t>> v;
+    for (int64_t r = 0; r < world; ++r) {
+      Dist d{DistKind::composition, static_cast<double>(numel), static_cast<double>(r), mean, world, true};
+      v.push_back(draw_i64(d, input_key(3, 4, r, 0, d), numel));
+      std::vector<double> f(numel);  // a floating tensor holds the same integers
+      for (int64_t i = 0; i < numel; ++i) generate_element(f.data(), DType::fp64, d, input_key(3, 4, r, 0, d), i);
+      for (int64_t i = 0; i < numel; ++i) EXPECT_EQ(f[i], static_cast<double>(v[r][i]));
+    }
+    std::set<int64_t> row_sums;
+    for (int64_t r = 0; r < world; ++r) {
+      int64_t sum = 0;
+      for (int64_t i = 0; i < numel; ++i) {
+        EXPECT_GE(v[r][i], 0);
+        EXPECT_LE(v[r][i], 2 * mean);
+        sum += v[r][i];
+      }
+      EXPECT_EQ(sum, numel * mean) << "rank " << r;
+      for (int64_t q = 0; q < rows; ++q) {
+        int64_t s = 0;
+        for (int64_t c = 0; c < cols; ++c) s += v[r][q * cols + c];
+        row_sums.insert(s);
+      }
+    }
+    for (int64_t i = 0; i < numel; ++i) {
+      int64_t s = 0;
+      for (int64_t r = 0; r < world; ++r) s += v[r][i];
+      EXPECT_EQ(s, world * mean) << "position " << i;
+    }
+    if (world > 1) EXPECT_GT(row_sums.size(), 3u) << "row sums should vary, W " << world;
+  }
+}
+
 }  // namespace
 }  // namespace pkb

@@ -27,11 +27,34 @@ enum class DistKind : int32_t {
             // `total` (all-to-all split sizes every rank agrees on); see split_count
   spread,   // a grid's held-out redraw (held_out below): continuous in [lo * a, hi * a), times 2^-s
             // for s uniform in 0..7, so that values are off the grid and of mixed magnitudes
+  // Structured integer draws (C4): each element is still a pure function of (key, index), but of a
+  // draw that spans a row, a tensor or every rank; integer valued, stored in any dtype.
+  distinct,     // rows of k distinct integers in [0, n), ascending, or a view of such a draw (DistinctView)
+  owner_ids,    // integers in [0, a) whose owners (value mod W) follow row `rank` of a split matrix, in a
+                // random order: an exchange by owner has static sizes; see owner_id
+  composition,  // integers in [0, 2 lo] whose sum over each rank's tensor is numel * lo and whose sum over
+                // the ranks at every position is W * lo (jagged lengths with static totals); see composed
 };
+
+/// What a `distinct` tensor holds of its draw: M rows of k distinct values in [0, n), ascending.
+enum class DistinctView : int32_t {
+  values = 0,   // [M, k]: the rows themselves
+  onehot = 1,   // [n, k, M]: 1 where row m's j-th value is v (an expert mask, one-hot per top-k slot)
+  mask = 2,     // [n, M]: 1 where row m holds v (a routing map)
+  grouped = 3,  // [k * M]: row indices grouped by value, ascending within a value (an expert-major
+                // token order, masked_select of a routing map); O(M) work per element
+};
+
+/// Limits of `distinct`: k values per row, and n for the grouped view (its per-value counters).
+inline constexpr int64_t kDistinctMaxK = 16;
+inline constexpr int64_t kGroupedMaxN = 64;
 
 /// One distribution, trivially copyable so that it can be passed to kernels.
 /// For `split`: lo = total, hi = W, a = side (0: this rank's sends, row `rank`; 1: its receives,
 /// column `rank`), b = rank.
+/// For `distinct`: lo = n, hi = k, a = M (rows), b = view (DistinctView).
+/// For `owner_ids`: lo = numel (the split total), hi = W, a = bound, b = rank; keyed as its split matrix.
+/// For `composition`: lo = mean, hi = W, a = numel, b = rank; keyed alike on every rank (shared).
 struct Dist {
   DistKind kind = DistKind::normal;
   double a = 0.0;
@@ -57,10 +80,16 @@ PKB_HD Dist held_out(Dist d) {
   return d;
 }
 
+/// Whether `d` is keyed alike on every rank (shared) while each rank draws its own part of it (b is
+/// the rank): split rows and columns, owner ids, compositions.
+inline bool per_rank_part(const Dist& d) {
+  return d.kind == DistKind::split || d.kind == DistKind::owner_ids || d.kind == DistKind::composition;
+}
+
 /// Whether two ranks' tensors are drawn alike, for listing ranks together (a split's `b` is the
 /// rank, which its description does not name).
 inline bool same_draw(const Dist& x, const Dist& y) {
-  return x.kind == y.kind && x.a == y.a && (x.b == y.b || x.kind == DistKind::split) && x.lo == y.lo &&
+  return x.kind == y.kind && x.a == y.a && (x.b == y.b || per_rank_part(x)) && x.lo == y.lo &&
          x.hi == y.hi && x.shared == y.shared && x.slot == y.slot && (x.share_group < 0) == (y.share_group < 0) && x.heldout == y.heldout;
 }
 
@@ -120,7 +149,151 @@ PKB_HD uint64_t bounded(uint64_t bits, uint64_t range) { return range == 0 ? bit
 PKB_HD uint64_t bits64(const rng::U32x4& r) {
   return (static_cast<uint64_t>(r.v[1]) << 32) | r.v[0];
 }
+
+/// splitmix64's finaliser: the round function of permute_index.
+PKB_HD uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/// Row `row` of a distinct draw into out[0..k): k distinct values in [0, n), ascending. Floyd's
+/// algorithm, uniform over the k-subsets; four 32-bit draws per Philox block.
+PKB_HD void distinct_row(uint64_t key, int64_t n, int k, uint64_t row, int64_t* out) {
+  rng::U32x4 r{};
+  for (int d = 0; d < k; ++d) {
+    if (d % 4 == 0) r = rng::element_bits(key, row * 4 + static_cast<uint64_t>(d / 4));
+    int64_t j = n - k + d;
+    int64_t t = static_cast<int64_t>(r.v[d % 4] % static_cast<uint32_t>(j + 1));
+    bool seen = false;
+    for (int q = 0; q < d; ++q) seen |= out[q] == t;
+    out[d] = seen ? j : t;
+  }
+  for (int i = 1; i < k; ++i)  // insertion sort: k is small
+    for (int q = i; q > 0 && out[q - 1] > out[q]; --q) {
+      int64_t tmp = out[q];
+      out[q] = out[q - 1];
+      out[q - 1] = tmp;
+    }
+}
+
+/// x(s, t) of a composition: uniform in [0, range), from counters (rank << 40) + position.
+PKB_HD int64_t composition_term(uint64_t key, int64_t rank, uint64_t t, uint64_t range) {
+  return static_cast<int64_t>(bits64(rng::element_bits(key, (static_cast<uint64_t>(rank) << 40) + t)) % range);
+}
+
+PKB_HD bool row_holds(const int64_t* row, int k, int64_t v) {
+  bool in = false;
+  for (int q = 0; q < k; ++q) in |= row[q] == v;
+  return in;
+}
 }  // namespace detail
+
+/// Element `index` of a `distinct` tensor (DistinctView gives the layouts); lo = n, hi = k, a = M.
+PKB_HD int64_t distinct_element(const Dist& d, uint64_t key, uint64_t index) {
+  const int64_t n = d.lo;
+  const int k = static_cast<int>(d.hi);
+  const uint64_t rows = static_cast<uint64_t>(d.a);
+  if (k <= 0 || k > kDistinctMaxK || n < k || rows == 0) return 0;  // rejected when a spec resolves
+  int64_t row[kDistinctMaxK];
+  switch (static_cast<DistinctView>(static_cast<int32_t>(d.b))) {
+    case DistinctView::values:
+      detail::distinct_row(key, n, k, index / k, row);
+      return row[index % k];
+    case DistinctView::onehot: {
+      uint64_t m = index % rows, j = (index / rows) % k;
+      detail::distinct_row(key, n, k, m, row);
+      return row[j] == static_cast<int64_t>(index / (rows * k)) ? 1 : 0;
+    }
+    case DistinctView::mask:
+      detail::distinct_row(key, n, k, index % rows, row);
+      return detail::row_holds(row, k, static_cast<int64_t>(index / rows)) ? 1 : 0;
+    case DistinctView::grouped: {
+      if (n > kGroupedMaxN) return 0;
+      uint32_t count[kGroupedMaxN] = {};
+      for (uint64_t m = 0; m < rows; ++m) {
+        detail::distinct_row(key, n, k, m, row);
+        for (int q = 0; q < k; ++q) ++count[row[q]];
+      }
+      uint64_t start = 0;
+      int64_t v = 0;
+      while (v < n - 1 && start + count[v] <= index) start += count[v++];
+      uint64_t want = index - start;  // the want-th row (ascending) that holds v
+      for (uint64_t m = 0; m < rows; ++m) {
+        detail::distinct_row(key, n, k, m, row);
+        if (detail::row_holds(row, k, v) && want-- == 0) return static_cast<int64_t>(m);
+      }
+      return 0;
+    }
+  }
+  return 0;
+}
+
+/// A bijection of [0, size) keyed by `key`: four Feistel rounds over the smallest even number of
+/// bits that holds size, walking the cycle until the image falls inside (fewer than 4 steps expected).
+PKB_HD uint64_t permute_index(uint64_t key, uint64_t size, uint64_t i) {
+  if (size <= 1) return 0;
+  int half = 1;
+  while (half < 32 && (1ull << (2 * half)) < size) ++half;
+  const uint64_t mask = (1ull << half) - 1;
+  uint64_t x = i;
+  do {
+    uint64_t l = x >> half, r = x & mask;
+    for (uint64_t round = 0; round < 4; ++round) {
+      uint64_t f = detail::mix64(key + 0x9e3779b97f4a7c15ull * (round + 1) + r) & mask;
+      uint64_t t = l ^ f;
+      l = r;
+      r = t;
+    }
+    x = (l << half) | r;
+  } while (x >= size);
+  return x;
+}
+
+/// Element `index` of an `owner_ids` tensor of rank b, keyed by the key of its split matrix: the
+/// elements are owner + W * u (u uniform, the value below `a`), where owners take the counts of row
+/// `rank` of the matrix (owner 0 the first ones, ...) in the order of a random bijection of the
+/// positions. Every rank thus receives `total` ids when ids go to their owners.
+PKB_HD int64_t owner_id(const Dist& d, uint64_t key, uint64_t index) {
+  constexpr uint64_t kBase = 1ull << 61;  // below split_count's counters, above any element index
+  const int64_t total = d.lo, world = d.hi, rank = static_cast<int64_t>(d.b);
+  const uint64_t bound = static_cast<uint64_t>(d.a);
+  if (world <= 0 || bound < static_cast<uint64_t>(world)) return 0;  // rejected when a spec resolves
+  uint64_t rank_key = detail::bits64(rng::element_bits(key, kBase + static_cast<uint64_t>(rank)));
+  int64_t slot = static_cast<int64_t>(permute_index(rank_key, static_cast<uint64_t>(total), index));
+  int64_t owner = 0;
+  for (int64_t start = 0; owner < world - 1; ++owner) {
+    start += split_count(key, world, total, rank, owner);
+    if (slot < start) break;
+  }
+  uint64_t choices = (bound - 1 - static_cast<uint64_t>(owner)) / static_cast<uint64_t>(world) + 1;
+  uint64_t u = detail::bits64(rng::element_bits(key, kBase + (static_cast<uint64_t>(rank) + 1) * (1ull << 40) + index));
+  return owner + world * static_cast<int64_t>(u % choices);
+}
+
+/// Element `index` of a `composition` tensor of rank b (lo = mean m, hi = W, a = numel L), keyed alike
+/// on every rank: m + x(s, t) - x(s-1, t) - x(s, t') + x(s-1, t') for x uniform in [0, m / 2], ranks
+/// s taken cyclically and t' = t - h (mod L) with h about L / 3. The four terms cancel in the sum over
+/// ranks at any position and in the sum over the positions of any rank, so values lie in [0, 2m],
+/// every rank's tensor sums to L * m and the ranks' elements at one position sum to W * m, while
+/// sums over parts of a tensor (one feature's lengths) vary.
+PKB_HD int64_t composed(const Dist& d, uint64_t key, uint64_t index) {
+  const int64_t mean = d.lo, world = d.hi, rank = static_cast<int64_t>(d.b);
+  const uint64_t numel = static_cast<uint64_t>(d.a);
+  if (world <= 0 || numel == 0 || mean < 0) return mean;
+  uint64_t h = (numel + 2) / 3;
+  if (numel > 2 && (2 * h) % numel == 0) ++h;  // t -> t' must not be an involution
+  const uint64_t partner = (index + numel - h % numel) % numel;
+  const int64_t prev = (rank + world - 1) % world;
+  const uint64_t range = static_cast<uint64_t>(mean / 2) + 1;
+  return mean + detail::composition_term(key, rank, index, range) - detail::composition_term(key, prev, index, range) -
+         detail::composition_term(key, rank, partner, range) + detail::composition_term(key, prev, partner, range);
+}
+
+/// Whether `d` is one of the structured integer draws, which every dtype stores through sample_int_at.
+PKB_HD bool structured(const Dist& d) {
+  return d.kind == DistKind::distinct || d.kind == DistKind::owner_ids || d.kind == DistKind::composition;
+}
 
 /// The value of one element as a float (for bf16 / fp16 / fp32 tensors).
 PKB_HD float sample_float(const Dist& d, const rng::U32x4& r) {
@@ -156,6 +329,9 @@ PKB_HD float sample_float(const Dist& d, const rng::U32x4& r) {
     case DistKind::ones: return 1.0f;
     case DistKind::arange: return 0.0f;  // handled by the caller, which knows the index
     case DistKind::split: return 0.0f;   // integer tensors only (checked when a spec resolves)
+    case DistKind::distinct:
+    case DistKind::owner_ids:
+    case DistKind::composition: return 0.0f;  // structured: generate_element uses sample_int_at
   }
   return 0.0f;
 }
@@ -202,6 +378,9 @@ PKB_HD int64_t sample_int_at(const Dist& d, uint64_t key, uint64_t index) {
     int64_t rank = static_cast<int64_t>(d.b), other = static_cast<int64_t>(index);
     return d.a == 0.0 ? split_count(key, d.hi, d.lo, rank, other) : split_count(key, d.hi, d.lo, other, rank);
   }
+  if (d.kind == DistKind::distinct) return distinct_element(d, key, index);
+  if (d.kind == DistKind::owner_ids) return owner_id(d, key, index);
+  if (d.kind == DistKind::composition) return composed(d, key, index);
   return sample_int(d, rng::element_bits(key, index), index);
 }
 

@@ -94,6 +94,10 @@ PKB_HD void generate_element(void* base, DType d, const Dist& dist, uint64_t key
     case DType::boolean: static_cast<uint8_t*>(base)[index] = sample_int_at(dist, key, index) != 0; return;
     default: break;
   }
+  if (structured(dist)) {  // integer-valued draws (a one-hot mask) in a floating tensor: exact
+    store_from_double(base, d, index, static_cast<double>(sample_int_at(dist, key, index)));
+    return;
+  }
   rng::U32x4 r = rng::element_bits(key, index);
   switch (d) {
     case DType::bf16:

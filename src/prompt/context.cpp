@@ -20,6 +20,18 @@ std::string number(double v) {
   return fmt::format("{:g}", v);
 }
 
+std::string distinct_text(const Dist& d) {
+  std::string draw = fmt::format("{} rows of {} distinct random integers in [0, {}), ascending in each row", number(d.a), d.hi, d.lo);
+  switch (static_cast<DistinctView>(static_cast<int32_t>(d.b))) {
+    case DistinctView::values: return draw;
+    case DistinctView::onehot: return "1 at [v, j, m] where row m's j-th value is v, else 0, of " + draw;
+    case DistinctView::mask: return "1 at [v, m] where row m holds v, else 0, of " + draw;
+    case DistinctView::grouped:
+      return "the row indices m grouped by value v (v ascending, m ascending within a value) of " + draw;
+  }
+  return draw;
+}
+
 std::string dist_text(const Dist& d) {
   switch (d.kind) {
     case DistKind::normal: return fmt::format("normal, mean {:g}, std {:g}", d.a, d.b);
@@ -39,6 +51,16 @@ std::string dist_text(const Dist& d) {
     case DistKind::spread:  // a held-out call's redraw of a grid
       return fmt::format("off-grid values: uniform in [{:g}, {:g}) times 2^-s for a random s in 0..7",
                          static_cast<double>(d.lo) * d.a, static_cast<double>(d.hi) * d.a);
+    case DistKind::distinct: return distinct_text(d);
+    case DistKind::owner_ids:
+      return fmt::format("random ids in [0, {}); how many each rank owns (owner = id mod W) follows row `rank` of one "
+                         "random W x W count matrix that every rank shares, whose rows and columns each sum to {} (so "
+                         "every rank receives {} ids when ids go to their owners), in random order",
+                         number(d.a), d.lo, d.lo);
+    case DistKind::composition:
+      return fmt::format("random integers in [0, {}] (jagged lengths) whose sum over this tensor is {} on every rank, "
+                         "and whose sum over the ranks at each position is W * {}; how they split into parts varies",
+                         2 * d.lo, static_cast<long long>(d.a) * d.lo, d.lo);
   }
   return "?";
 }
@@ -83,7 +105,8 @@ std::string tensor_list(const Instance& inst, bool inputs) {
       out += fmt::format("- [{}] `{}` on {}: {}", i, specs[i].name, who, tensor_text(get(start)));
       if (inputs) {
         out += "; values: " + dist_text(get(start).dist);
-        if (get(start).dist.shared && get(start).dist.kind != DistKind::split) out += ", identical on every rank";
+        if (get(start).dist.shared && !per_rank_part(get(start).dist)) out += ", identical on every rank";
+        if (!specs[i].init.of.empty()) out += " (the same draw as `" + specs[i].init.of + "`, consistent with it)";
         if (!specs[i].init.shared_by.empty())
           out += ", identical on the ranks with the same value of `" + specs[i].init.shared_by.text() + "`";
         if (get(start).dist.heldout) out += heldout_text(get(start).dist);

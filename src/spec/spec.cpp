@@ -96,6 +96,51 @@ class Reader {
   std::filesystem::path file_;
 };
 
+/// The structured draws (C4): `distinct`, `owner_ids` and `composition` (core/dist.hpp). Shapes and
+/// the `of` input are checked when the spec resolves (resolve_structured, link_views).
+void parse_structured(const Reader& r, const toml::table* t, const std::string& where, const std::string& kind, DistSpec& d) {
+  if (!t) r.error(where, kind + " needs a table, e.g. " +
+                             (kind == "distinct"      ? std::string("{ dist = \"distinct\", n = \"E\", k = 2 }")
+                              : kind == "owner_ids" ? std::string("{ dist = \"owner_ids\", high = \"num_nodes\" }")
+                                                    : std::string("{ dist = \"composition\", mean = 12 }")));
+  auto need = [&](std::string_view key, const std::string& why) {
+    auto v = t->get(key);
+    if (!v) r.error(where + "." + std::string(key), "missing (" + why + ")");
+    return r.expr(*v, where + "." + std::string(key));
+  };
+  if (kind == "distinct") {
+    r.only_keys(*t, where, {"dist", "n", "k", "view", "of", "shared_by"});
+    d.kind = DistKind::distinct;
+    std::string view = r.str(*t, where, "view", false, "values");
+    if (view == "values") d.view = DistinctView::values;
+    else if (view == "onehot") d.view = DistinctView::onehot;
+    else if (view == "mask") d.view = DistinctView::mask;
+    else if (view == "grouped") d.view = DistinctView::grouped;
+    else r.error(where + ".view", "must be \"values\" [M, k], \"onehot\" [n, k, M], \"mask\" [n, M] or \"grouped\" [k * M]");
+    d.of = r.str(*t, where, "of", false);
+    if (!d.of.empty()) {
+      if (t->get("n") || t->get("k")) r.error(where + ".of", "a view takes n and k from input '" + d.of + "'; drop n and k");
+    } else {
+      d.lo = need("n", "values are drawn from [0, n)");
+      d.hi = need("k", "distinct values per row");
+    }
+  } else if (kind == "owner_ids") {
+    r.only_keys(*t, where, {"dist", "high", "matrix"});
+    d.kind = DistKind::owner_ids;
+    d.a = need("high", "ids are drawn from [0, high)");
+    d.hi = Expr::parse("W");
+    d.b = Expr::parse("rank");
+    d.matrix = r.integer(*t, where, "matrix", false, 0);
+    if (d.matrix < 0) r.error(where + ".matrix", "must be >= 0");
+  } else {
+    r.only_keys(*t, where, {"dist", "mean"});
+    d.kind = DistKind::composition;
+    d.lo = need("mean", "every element's mean; values lie in [0, 2 * mean]");
+    d.hi = Expr::parse("W");
+    d.b = Expr::parse("rank");
+  }
+}
+
 DistSpec parse_dist(const Reader& r, const toml::node* n, const std::string& where) {
   DistSpec d;
   d.a = Expr::constant(0.0);
@@ -111,6 +156,9 @@ DistSpec parse_dist(const Reader& r, const toml::node* n, const std::string& whe
   if (t)
     if (auto sb = t->get("shared_by")) {
       if (kind == "split") r.error(where + ".shared_by", "a split matrix is already the same on every rank");
+      if (kind == "owner_ids" || kind == "composition")
+        r.error(where + ".shared_by", kind + " draws span every rank (each rank's part differs by design)");
+      if (kind == "distinct" && t->get("of")) r.error(where + ".shared_by", "a view (`of`) shares the draw of its input");
       if (!sb->is_string()) r.error(where + ".shared_by", "must be an expression string such as \"rank // 2\"");
       d.shared_by = r.expr(*sb, where + ".shared_by");
     }
@@ -162,9 +210,11 @@ DistSpec parse_dist(const Reader& r, const toml::node* n, const std::string& whe
     d.a = Expr::constant(side == "send" ? 0.0 : 1.0);
     d.matrix = r.integer(*t, where, "matrix", false, 0);
     if (d.matrix < 0) r.error(where + ".matrix", "must be >= 0");
+  } else if (kind == "distinct" || kind == "owner_ids" || kind == "composition") {
+    parse_structured(r, t, where, kind, d);
   } else {
-    r.error(where + ".dist",
-            "unknown distribution '" + kind + "' (normal, uniform, grid, randint, zeros, ones, arange, split)");
+    r.error(where + ".dist", "unknown distribution '" + kind +
+                                 "' (normal, uniform, grid, randint, zeros, ones, arange, split, distinct, owner_ids, composition)");
   }
   return d;
 }
@@ -380,6 +430,21 @@ void check_shared_by(const Reader& r, const Spec& s) {
           r.error(where, "input '" + t.name + "': " + e.what());
         }
       }
+  }
+}
+
+/// A `distinct` view (`of = "x"`) must name another input drawn as `distinct` that is not itself a view.
+void check_views(const Reader& r, const Spec& s) {
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    const TensorSpec& t = s.inputs[i];
+    if (t.init.of.empty()) continue;
+    std::string where = "inputs[" + std::to_string(i) + "].init.of";
+    auto src = std::find_if(s.inputs.begin(), s.inputs.end(), [&](const TensorSpec& x) { return x.name == t.init.of; });
+    if (src == s.inputs.end()) r.error(where, "input '" + t.name + "': no input named '" + t.init.of + "'");
+    if (&*src == &t) r.error(where, "input '" + t.name + "' cannot view itself");
+    if (src->init.kind != DistKind::distinct || !src->init.of.empty())
+      r.error(where, "input '" + t.name + "': '" + t.init.of + "' must be drawn with dist = \"distinct\" and n, k (not a view)");
+    if (t.shared) r.error("inputs[" + std::to_string(i) + "].shared", "input '" + t.name + "': a view shares the draw of '" + t.init.of + "'");
   }
 }
 
@@ -657,6 +722,7 @@ Spec load_spec(const std::filesystem::path& dir) {
   parse_roofline(r, root, s);
   check_variables(r, s);
   check_shared_by(r, s);
+  check_views(r, s);
 
   Sha256 h;
   h.update(text);
@@ -722,6 +788,85 @@ Dist resolve_dist(const DistSpec& d, const Vars& v) {
   return out;
 }
 
+/// The shape a `distinct` view needs, given n, k and (when `rows` > 0) the rows of its draw; sets
+/// the rows from the shape otherwise. Errors name the input and the layout it needs.
+void check_distinct_shape(const Spec& spec, const std::string& name, TensorPlan& p, long long rows) {
+  const long long n = p.dist.lo, k = p.dist.hi;
+  auto bad = [&](const std::string& want) {
+    fail(Errc::invalid_argument, spec.stem + ": input '" + name + "' (distinct, n = " + std::to_string(n) + ", k = " +
+                                     std::to_string(k) + ") must have shape " + want);
+  };
+  const auto& s = p.shape;
+  const long long numel = static_cast<long long>(p.numel());
+  switch (static_cast<DistinctView>(static_cast<int32_t>(p.dist.b))) {
+    case DistinctView::values:
+      if (s.empty() || s.back() != k || (rows > 0 && numel != rows * k)) bad(rows > 0 ? "[" + std::to_string(rows) + ", k]" : "[..., k]");
+      if (is_floating(p.dtype)) bad("[M, k] of an integer dtype (view = \"values\")");
+      break;
+    case DistinctView::onehot:
+      if (s.size() != 3 || s[0] != n || s[1] != k || (rows > 0 && s[2] != rows)) bad("[n, k, M] (view = \"onehot\")");
+      break;
+    case DistinctView::mask:
+      if (s.size() != 2 || s[0] != n || (rows > 0 && s[1] != rows)) bad("[n, M] (view = \"mask\")");
+      break;
+    case DistinctView::grouped:
+      if (numel % k != 0 || (rows > 0 && numel != rows * k)) bad("[k * M] (view = \"grouped\")");
+      if (n > kGroupedMaxN) bad("with n <= " + std::to_string(kGroupedMaxN) + " for view = \"grouped\"");
+      if (is_floating(p.dtype)) bad("[k * M] of an integer dtype (view = \"grouped\")");
+      break;
+  }
+  if (rows <= 0) {
+    auto view = static_cast<DistinctView>(static_cast<int32_t>(p.dist.b));
+    rows = view == DistinctView::onehot || view == DistinctView::mask ? s.back() : numel / k;
+  }
+  p.dist.a = static_cast<double>(rows);
+}
+
+/// Sets and checks what the structured draws take from the shape and the world (core/dist.hpp).
+void resolve_structured(const Spec& spec, const TensorSpec& t, const Vars& v, TensorPlan& p) {
+  auto fail_here = [&](const std::string& key, const std::string& why) {
+    fail(Errc::invalid_argument, spec.stem + ": input '" + t.name + "': init." + key + ": " + why);
+  };
+  const long long numel = static_cast<long long>(p.numel());
+  if (p.dist.kind == DistKind::distinct) {
+    p.dist.b = static_cast<double>(static_cast<int32_t>(t.init.view));
+    if (!t.init.of.empty()) return;  // n, k, rows and key come from the source (link_views)
+    if (p.dist.hi < 1 || p.dist.hi > kDistinctMaxK) fail_here("k", "must be in [1, " + std::to_string(kDistinctMaxK) + "]");
+    if (p.dist.lo < p.dist.hi || p.dist.lo >= (1ll << 31)) fail_here("n", "must be at least k and below 2^31");
+    check_distinct_shape(spec, t.name, p, 0);
+    return;
+  }
+  if (is_floating(p.dtype) && p.dist.kind == DistKind::owner_ids) fail_here("dist", "owner_ids are integers; use int64");
+  p.dist.shared = true;  // one draw across the ranks; the rank enters through b
+  if (p.dist.kind == DistKind::owner_ids) {
+    p.dist.lo = numel;
+    p.dist.slot = kSplitSlotBase + t.init.matrix;
+    if (p.dist.a < static_cast<double>(spec_world(v)) || p.dist.a > 0x1p53 || p.dist.a != std::floor(p.dist.a))
+      fail_here("high", "must be a whole number in [W, 2^53] (every owner needs an id)");
+  } else {
+    p.dist.a = static_cast<double>(numel);
+    if (p.dist.lo < 0 || p.dist.lo > (1ll << 40)) fail_here("mean", "must be in [0, 2^40]");
+  }
+}
+
+/// Gives every `distinct` view (init.of) its source's n, k, rows and key, and checks its shape.
+void link_views(const Spec& spec, RankPlan& rp) {
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    const std::string& of = spec.inputs[i].init.of;
+    if (of.empty()) continue;
+    size_t j = 0;
+    while (spec.inputs[j].name != of) ++j;  // exists: check_views
+    const Dist& src = rp.inputs[j].dist;
+    Dist& d = rp.inputs[i].dist;
+    d.lo = src.lo;
+    d.hi = src.hi;
+    d.shared = src.shared;
+    d.share_group = src.share_group;
+    d.slot = src.slot >= 0 ? src.slot : static_cast<int64_t>(j);  // the source's key
+    check_distinct_shape(spec, spec.inputs[i].name, rp.inputs[i], static_cast<long long>(src.a));
+  }
+}
+
 TensorPlan resolve_tensor(const Spec& spec, const TensorSpec& t, const Vars& v, DType dtype, bool is_input) {
   TensorPlan p;
   p.name = t.name;
@@ -762,6 +907,7 @@ TensorPlan resolve_tensor(const Spec& spec, const TensorSpec& t, const Vars& v, 
         fail(Errc::invalid_argument, spec.stem + ": input '" + t.name + "' has a split distribution, so its shape must be [W]");
       if (p.dist.lo < 0) fail(Errc::invalid_argument, spec.stem + ": input '" + t.name + "': split total is negative");
     }
+    if (structured(p.dist)) resolve_structured(spec, t, v, p);
     if (!is_floating(p.dtype) && (p.dist.kind == DistKind::normal || p.dist.kind == DistKind::uniform))
       fail(Errc::invalid_argument, spec.stem + ": input '" + t.name + "' is " + std::string(to_string(p.dtype)) +
                                        " but its distribution is continuous; use randint");
@@ -833,6 +979,7 @@ Instance resolve(const Spec& spec, int world, const SizeChoice& size, DType dtyp
       rp.inputs.push_back(resolve_tensor(spec, t, rv, dtype, true));
       inst.heldout |= rp.inputs.back().dist.heldout;
     }
+    link_views(spec, rp);
     for (size_t o = 0; o < spec.outputs.size(); ++o) {
       rp.outputs.push_back(resolve_tensor(spec, spec.outputs[o], rv, dtype, false));
       rp.outputs.back().compare = spec.comparison_for(o, rp.outputs.back().dtype, dtype);

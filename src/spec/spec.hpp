@@ -17,8 +17,10 @@ namespace pkb {
 struct DistSpec {
   DistKind kind = DistKind::normal;
   Expr a, b, lo, hi;  // meaning per kind, see core/dist.hpp
-  long long matrix = 0;  // split: which split matrix (inputs with the same number share one)
+  long long matrix = 0;  // split, owner_ids: which split matrix (inputs with the same number share one)
   Expr shared_by;        // empty, or an integer expression of rank: ranks with one value draw alike
+  DistinctView view = DistinctView::values;  // distinct: what the tensor holds of its draw
+  std::string of;        // distinct: the input whose draw this one views (its n, k, rows and key)
 };
 
 struct ShapeCase {

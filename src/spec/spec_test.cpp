@@ -574,5 +574,143 @@ TEST(TensorPlanListing, RanksListTogetherOnlyWhenDrawnAlike) {
   EXPECT_FALSE(same_listing(x, y));
 }
 
+
+const char* kStructured = R"(
+id = 29
+name = "routes"
+pattern = "p"
+summary = "s"
+dtypes = ["bf16"]
+default_size = "default"
+[[sizes]]
+name = "default"
+M = 16
+E = 8
+B = 4
+[[inputs]]
+name = "selected"
+dtype = "int64"
+shape = ["M", 2]
+init = { dist = "distinct", n = "E", k = 2 }
+[[inputs]]
+name = "routing_map"
+dtype = "bool"
+shape = ["E", "M"]
+init = { dist = "distinct", of = "selected", view = "mask" }
+[[inputs]]
+name = "order"
+dtype = "int64"
+shape = ["2 * M"]
+init = { dist = "distinct", of = "selected", view = "grouped" }
+[[inputs]]
+name = "expert_mask"
+dtype = "fp32"
+shape = ["E", 2, "M"]
+init = { dist = "distinct", n = "E", k = 2, view = "onehot" }
+[[inputs]]
+name = "ids"
+dtype = "int64"
+shape = ["M"]
+init = { dist = "owner_ids", high = 1000, matrix = 1 }
+[[inputs]]
+name = "lengths"
+dtype = "int64"
+shape = ["3 * B"]
+init = { dist = "composition", mean = 12 }
+[[outputs]]
+name = "y"
+shape = ["M"]
+)";
+
+TEST_F(SpecTest, StructuredDrawsResolveWithTheirShapesAndKeys) {
+  Spec s = load_spec(write("29_routes", kStructured));
+  Instance inst = resolve(s, 4, {}, DType::bf16);
+  const auto& in = inst.ranks[3].inputs;
+  EXPECT_EQ(in[0].dist.kind, DistKind::distinct);
+  EXPECT_EQ(in[0].dist.lo, 8);
+  EXPECT_EQ(in[0].dist.hi, 2);
+  EXPECT_EQ(in[0].dist.a, 16.0);
+  EXPECT_EQ(in[0].dist.slot, -1);
+  for (size_t v : {1, 2}) {  // views: the source's n, k, rows and key
+    EXPECT_EQ(in[v].dist.lo, 8);
+    EXPECT_EQ(in[v].dist.hi, 2);
+    EXPECT_EQ(in[v].dist.a, 16.0);
+    EXPECT_EQ(in[v].dist.slot, 0);
+    EXPECT_EQ(input_key(7, 1, 3, v, in[v].dist), input_key(7, 1, 3, 0, in[0].dist));
+  }
+  EXPECT_EQ(in[1].dist.b, static_cast<double>(DistinctView::mask));
+  EXPECT_EQ(in[2].dist.b, static_cast<double>(DistinctView::grouped));
+  EXPECT_EQ(in[3].dist.b, static_cast<double>(DistinctView::onehot));
+  EXPECT_EQ(in[3].dist.a, 16.0);
+  EXPECT_FALSE(in[3].dist.heldout);  // integer valued: held-out calls draw it as usual
+  EXPECT_EQ(in[4].dist.kind, DistKind::owner_ids);
+  EXPECT_TRUE(in[4].dist.shared);
+  EXPECT_EQ(in[4].dist.slot, kSplitSlotBase + 1);
+  EXPECT_EQ(in[4].dist.lo, 16);
+  EXPECT_EQ(in[4].dist.hi, 4);
+  EXPECT_EQ(in[4].dist.a, 1000.0);
+  EXPECT_EQ(in[4].dist.b, 3.0);
+  EXPECT_EQ(in[5].dist.kind, DistKind::composition);
+  EXPECT_TRUE(in[5].dist.shared);
+  EXPECT_EQ(in[5].dist.lo, 12);
+  EXPECT_EQ(in[5].dist.a, 12.0);
+  EXPECT_EQ(in[5].dist.b, 3.0);
+  EXPECT_FALSE(inst.heldout);
+  // Ranks list together in `pkb show` where only their rank differs.
+  EXPECT_TRUE(same_listing(inst.ranks[0].inputs[4], in[4]));
+  EXPECT_TRUE(same_listing(inst.ranks[0].inputs[5], in[5]));
+}
+
+TEST_F(SpecTest, StructuredDrawErrorsNameTheInputAndKey) {
+  struct Case {
+    std::string from, to, expect;
+  };
+  std::vector<Case> cases{
+      {"n = \"E\", k = 2 }", "k = 2 }", "inputs[0].init.n: missing"},
+      {"view = \"mask\"", "view = \"rows\"", "inputs[1].init.view: must be"},
+      {"of = \"selected\", view = \"mask\"", "of = \"nope\", view = \"mask\"", "inputs[1].init.of: input 'routing_map': no input named 'nope'"},
+      {"of = \"selected\", view = \"mask\"", "of = \"ids\", view = \"mask\"", "inputs[1].init.of: input 'routing_map': 'ids' must be drawn"},
+      {"of = \"selected\", view = \"mask\"", "of = \"order\", view = \"mask\"", "'order' must be drawn"},
+      {"of = \"selected\", view = \"mask\"", "of = \"selected\", n = 4, view = \"mask\"", "inputs[1].init.of: a view takes n and k"},
+      {"of = \"selected\", view = \"mask\"", "of = \"selected\", view = \"mask\", shared_by = \"rank\"", "inputs[1].init.shared_by"},
+      {"high = 1000, matrix = 1", "matrix = 1", "inputs[4].init.high: missing"},
+      {"high = 1000, matrix = 1", "high = 1000, total = 4", "inputs[4].init.total: unknown key (allowed: dist, high, matrix)"},
+      {"mean = 12 }", "mean = 12, shared_by = \"rank\" }", "inputs[5].init.shared_by: composition draws span every rank"},
+      {"dist = \"composition\", mean = 12", "dist = \"compose\", mean = 12", "unknown distribution 'compose'"},
+  };
+  for (auto& c : cases) {
+    std::string text = kStructured;
+    auto pos = text.find(c.from);
+    ASSERT_NE(pos, std::string::npos) << c.from;
+    text.replace(pos, c.from.size(), c.to);
+    std::string err = error_of(write("29_routes", text));
+    EXPECT_NE(err.find(c.expect), std::string::npos) << "expected '" << c.expect << "' in: " << err;
+  }
+  // Shapes and ranges are checked when the spec resolves, naming the input.
+  std::vector<Case> resolving{
+      {"shape = [\"E\", \"M\"]", "shape = [\"M\", \"E\"]", "input 'routing_map' (distinct, n = 8, k = 2) must have shape [n, M]"},
+      {"shape = [\"2 * M\"]", "shape = [\"2 * M + 2\"]", "input 'order' (distinct, n = 8, k = 2) must have shape [k * M]"},
+      {"shape = [\"M\", 2]", "shape = [\"M\", 3]", "input 'selected' (distinct, n = 8, k = 2) must have shape [..., k]"},
+      {"shape = [\"E\", 2, \"M\"]", "shape = [\"E\", \"M\", 2]", "input 'expert_mask' (distinct, n = 8, k = 2) must have shape [n, k, M]"},
+      {"n = \"E\", k = 2 }", "n = 1, k = 2 }", "input 'selected': init.n: must be at least k"},
+      {"n = \"E\", k = 2 }", "n = \"E\", k = 17 }", "input 'selected': init.k: must be in [1, 16]"},
+      {"high = 1000", "high = 2", "input 'ids': init.high: must be a whole number in [W, 2^53]"},
+      {"dtype = \"int64\"\nshape = [\"M\"]\ninit = { dist = \"owner_ids\"", "shape = [\"M\"]\ninit = { dist = \"owner_ids\"", "input 'ids': init.dist: owner_ids are integers"},
+  };
+  for (auto& c : resolving) {
+    std::string text = kStructured;
+    auto pos = text.find(c.from);
+    ASSERT_NE(pos, std::string::npos) << c.from;
+    text.replace(pos, c.from.size(), c.to);
+    Spec s = load_spec(write("29_routes", text));
+    try {
+      resolve(s, 4, {}, DType::bf16);
+      ADD_FAILURE() << "resolved: " << c.to;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(c.expect), std::string::npos) << "expected '" << c.expect << "' in: " << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pkb
