@@ -495,7 +495,8 @@ void parse_tolerance(const Reader& r, const toml::table& root, Spec& s) {
 }
 
 /// [heldout] rtol = x: the norm-wise bound of held-out calls, for problems whose outputs amplify
-/// rounding more than default_heldout_rtol allows (its derivation belongs in a comment).
+/// rounding more than default_heldout_rtol allows (its derivation belongs in a comment); a floor
+/// under the dtype's default, so a bound meant for fp32 does not tighten bf16's.
 void parse_heldout(const Reader& r, const toml::table& root, Spec& s) {
   auto n = root.get("heldout");
   if (!n) return;
@@ -577,7 +578,8 @@ Comparison Spec::comparison_for(size_t o, DType out, DType d) const {
     }
   c.mode = CompareMode::tolerance;
   c.tol = {p.atol.value_or(base.atol), p.rtol.value_or(base.rtol)};
-  c.heldout_rtol = heldout_rtol.value_or(std::max(default_heldout_rtol(d), default_heldout_rtol(out)));
+  // A spec's [heldout] rtol widens the dtype's bound, never narrows it: one value serves every D.
+  c.heldout_rtol = std::max(heldout_rtol.value_or(0.0), std::max(default_heldout_rtol(d), default_heldout_rtol(out)));
   return c;
 }
 

@@ -397,6 +397,10 @@ dtype = "int64"
 
   Spec t = load_spec(write("9_held", base + "[heldout]\nrtol = 0.05\n"));
   EXPECT_DOUBLE_EQ(resolve(t, 2, {}, DType::fp32).ranks[0].outputs[0].compare.heldout_rtol, 0.05);
+  // The spec's bound only widens a dtype's default: 2^-10 loosens fp32 (2^-15), not bf16 (2^-7).
+  Spec tf = load_spec(write("9_held", base + "[heldout]\nrtol = 0.0009765625\n"));
+  EXPECT_DOUBLE_EQ(resolve(tf, 2, {}, DType::fp32).ranks[0].outputs[0].compare.heldout_rtol, 0x1p-10);
+  EXPECT_DOUBLE_EQ(resolve(tf, 2, {}, DType::bf16).ranks[0].outputs[0].compare.heldout_rtol, 0x1p-7);
   EXPECT_NE(error_of(write("9_held", base + "[heldout]\nrtol = 2\n")).find("heldout.rtol"), std::string::npos);
   EXPECT_NE(error_of(write("9_held", base + "[heldout]\nbound = 0.1\n")).find("unknown key"), std::string::npos);
   std::string bad = base;
