@@ -5,6 +5,9 @@ function(add_pkb_library name)
   target_include_directories(${name} PUBLIC "${CMAKE_SOURCE_DIR}/src" "${CMAKE_SOURCE_DIR}/include")
   target_link_libraries(${name} PUBLIC ${A_DEPS})
   target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-missing-field-initializers>)
+  if(PKB_WERROR)
+    target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
+  endif()
 endfunction()
 
 # add_pkb_test(name SOURCES ... DEPS ... [LABELS ...]): a GoogleTest executable registered with CTest.
