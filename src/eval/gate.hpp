@@ -28,8 +28,6 @@ class CallGate {
   /// `job` has ended (finished or failed): nothing waits for it any more.
   void leave(int job);
 
-  int round() const { return round_; }
-
  private:
   struct Side {
     std::vector<std::vector<int>> commits;  // [step][call + 1]: ranks that committed it
