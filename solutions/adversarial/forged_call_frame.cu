@@ -1,9 +1,8 @@
 // pkb-expect: protocol_error
 // pkb-problem: 1
-// Channel relay: after the correctness trials, every call writes its own timed-call commit into the
-// worker's control channel (fd 3), claiming 1 us, before the worker reports the real time. The
-// driver takes each timed call's commit once, in order, only in the timing phase: the forged frame
-// or the worker's own one that follows it breaks the protocol.
+// After the correctness trials, every call writes its own timed-call commit into its process's
+// channel (fd 3), claiming 1 us. Commits are the checker's to send; the channel leads to the
+// checker, which takes only replies to its own operations: the forged frame breaks the protocol.
 #include <pkb/solution.h>
 #include <unistd.h>
 

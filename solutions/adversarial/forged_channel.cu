@@ -1,8 +1,8 @@
 // pkb-expect: protocol_error
 // pkb-problem: 1
-// Writes a forged frame ("trial passed") into the worker's control channel (fd 3) from pkb_init.
-// The driver validates every frame: an unexpected or malformed message breaks the protocol and the
-// job fails; it never becomes a result.
+// Writes a forged frame ("trial passed") into its process's channel (fd 3) from pkb_init. That
+// channel leads to the rank's checker, not to the driver, and the checker takes only replies to its
+// own operations: anything else breaks the protocol and the job fails; it never becomes a result.
 #include <pkb/solution.h>
 #include <unistd.h>
 

@@ -1,7 +1,9 @@
-// pkb-expect: mismatch
+// pkb-expect: runtime_error
 // pkb-problem: 1
 // Computes the right answer, then zeroes its input (a harness that reuses inputs would see zeros and
-// a "faster" next call). Inputs are read-only: pkb fingerprints them before and after every call.
+// a "faster" next call). Inputs are mapped read-only in the solution's process: the write faults.
+// (Where a driver refuses read-only mappings, the input fingerprints before and after every call
+// catch it as a mismatch.)
 #include <pkb/solution.h>
 
 extern "C" int pkb_init(pkb_context*) { return 0; }

@@ -1,9 +1,10 @@
 // pkb-expect: protocol_error
 // pkb-problem: 1
-// Sends a well-formed frame of the kind the worker uses for trial results, in the right phase
-// ("trial 0": it announces it first), but without the "outputs" the checks read. The driver
-// validates every frame against its schema and the phase it expects: a protocol_error charged to
-// the candidate (it used to throw inside the driver: "internal error", exit 3, no record).
+// Sends a well-formed frame of the kind a worker uses for trial results, in the right phase
+// ("trial 0": it announces it first), but without the "outputs" the checks read, into its
+// process's channel (fd 3). The channel leads to the rank's checker, which takes only replies to its
+// own operations (and the driver validates every frame against its schema and phase): a
+// protocol_error charged to the candidate.
 #include <pkb/solution.h>
 #include <unistd.h>
 

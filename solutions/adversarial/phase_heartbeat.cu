@@ -1,10 +1,10 @@
 // pkb-expect: protocol_error
 // pkb-problem: 1
 // pkb-args: --timeout 10
-// Hangs in pkb_run while a thread re-announces the current phase ("trial 0") on the worker's
-// control channel every 2 s, hoping each announcement restarts the phase's deadline. A phase is
-// announced once: the second announcement breaks the protocol and ends the job at once (before,
-// the eval was still running after 45 s with --timeout 10).
+// Hangs in pkb_run while a thread re-announces the current phase ("trial 0") on its process's
+// channel (fd 3) every 2 s, hoping each announcement restarts the phase's deadline. Phases are the
+// checker's to announce, and that channel leads to the checker, which takes only replies: the first
+// announcement breaks the protocol and ends the job at once.
 #include <pkb/solution.h>
 #include <unistd.h>
 

@@ -1,9 +1,10 @@
-// A man in the middle of the worker's control channel, for the relay_* cases: what a solution can do
-// to the frames its worker exchanges with the driver. The channel's descriptor is on the worker's
-// command line (fd 3); the solution moves it aside, puts one end of a socket pair in its place and
-// relays every frame between the two, letting the case rewrite or hold it on the way. Nothing here
-// is pkb's code: the frame layout (magic "PKB1", kind, body length, blob length, JSON body, blob)
-// is public (src/proto/channel.hpp).
+// A man in the middle of the channel of the solution's process, for the relay_* cases: what a
+// solution can do to the frames its process (a rank's runner) exchanges with the rank's checker
+// (operations in, replies out). The channel's descriptor is on the runner's command line (fd 3); the
+// solution moves it aside, puts one end of a socket pair in its place and relays every frame between
+// the two, letting the case rewrite or hold it on the way. The driver's channel is not in this
+// process at all. Nothing here is pkb's code: the frame layout (magic "PKB1", kind, body length,
+// blob length, JSON body, blob) is public (src/proto/channel.hpp).
 #pragma once
 #include <nlohmann/json.hpp>
 #include <sys/ioctl.h>
@@ -21,7 +22,7 @@
 
 namespace relay {
 
-enum Kind : uint32_t { kPlan = 1, kTiming = 5, kCall = 9, kGrant = 10 };
+enum Kind : uint32_t { kOp = 11, kReply = 12 };
 
 struct Frame {
   uint32_t kind = 0;
@@ -29,8 +30,8 @@ struct Frame {
   std::string blob;
 };
 
-/// Called for every frame on its way; `to_worker` tells the direction. The hook may change the
-/// frame, or block (the frame waits with it).
+/// Called for every frame on its way; `to_worker` tells the direction (true: an operation from the
+/// checker to the runner). The hook may change the frame, or block (the frame waits with it).
 using Hook = std::function<void(Frame&, bool to_worker)>;
 
 namespace detail {
@@ -97,7 +98,7 @@ inline void pump(int from, int to, bool to_worker, Hook hook) {
 }
 }  // namespace detail
 
-/// Puts the relay between the worker (which keeps using fd 3) and the driver. Call once, from
+/// Puts the relay between the runner (which keeps using fd 3) and the checker. Call once, from
 /// pkb_init; returns false if the channel could not be taken over.
 inline bool install(Hook hook) {
   int driver = ::dup(3);
@@ -112,9 +113,9 @@ inline bool install(Hook hook) {
   return true;
 }
 
-/// Waits (up to `limit`) until every frame the worker has written so far has reached the driver.
-/// Call it from pkb_finalize: the worker's timing report precedes it, and a worker that exits while
-/// the relay still holds part of a large frame would lose it (the driver would see a crash).
+/// Waits (up to `limit`) until every frame the runner has written so far has reached the checker.
+/// Call it from pkb_finalize: a runner that exits while the relay still holds part of a frame would
+/// lose it (the checker would see a crash).
 inline void drain(std::chrono::milliseconds limit = std::chrono::seconds(20)) {
   auto until = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < until) {

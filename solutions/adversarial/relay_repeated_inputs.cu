@@ -1,10 +1,10 @@
 // pkb-expect: mismatch
 // pkb-problem: 1
-// Choosing its own inputs: the relay (relay.cuh) rewrites the seed in every answer from the driver
-// to the first one it saw, so that every timed call regenerates the same inputs, and the solution
-// computes the first timed call and copies that result afterwards. The inputs the worker made are
-// no longer the baseline's, so neither are the outputs: the sampled values and the fully checked
-// calls disagree with the baseline's calls.
+// Choosing its own inputs: the solution never sees a seed (the checker generates every input), so
+// the relay (relay.cuh) rewrites every timed call's operation to run on the input set of the first
+// timed call, and the solution computes that call once and copies the result afterwards. The two
+// input sets alternate and each is regenerated for its call: every other call then answers the
+// previous call's inputs, and the sampled values disagree with the baseline's calls.
 #include <pkb/solution.h>
 
 #include <mutex>
@@ -14,22 +14,24 @@
 
 namespace {
 std::mutex m;
-nlohmann::json first_seed;
+int first_set = -1;
 bool timed = false;
 void* cached = nullptr;
 size_t cached_bytes = 0;
 
-void repeat_seed(relay::Frame& f, bool to_worker) {
-  if (!to_worker || f.kind != relay::kGrant || !f.body.is_object() || !f.body.contains("next_seed")) return;
+void repeat_set(relay::Frame& f, bool to_worker) {
+  if (!to_worker || f.kind != relay::kOp || !f.body.is_object() || f.body.value("op", "") != "run" ||
+      f.body.value("timed", -1) < 0)
+    return;
   std::lock_guard<std::mutex> lock(m);
-  if (f.body.value("call", -2) == -1) timed = true;
-  if (first_seed.is_null()) first_seed = f.body["next_seed"];
-  f.body["next_seed"] = first_seed;
+  timed = true;
+  if (first_set < 0) first_set = f.body["in"].get<int>();
+  f.body["in"] = first_set;
 }
 }  // namespace
 
 extern "C" int pkb_init(pkb_context* ctx) {
-  if (!relay::install(repeat_seed)) {
+  if (!relay::install(repeat_set)) {
     ctx->set_error(ctx, "could not take over the control channel");
     return 1;
   }
@@ -56,6 +58,6 @@ extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* 
   return 0;
 }
 extern "C" int pkb_finalize(pkb_context*) {
-  relay::drain();  // the timing report must reach the driver before the worker exits
+  relay::drain();  // every reply must reach the checker before this process exits
   return 0;
 }

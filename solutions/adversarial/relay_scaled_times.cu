@@ -3,11 +3,11 @@
 // pkb-warning-shared: timing vs the driver's clock
 // pkb-problem: 1
 // pkb-args: --size large
-// Channel relay that halves the times: the solution puts itself between its worker and the driver
-// (relay.cuh) and scales every timed call's commit, and the final report, by 0.5: the baseline's
-// own code claiming 2x. The commits and the report agree and fit inside the GPU span, but the
-// driver's own clock around each call (from its grant to the commit) is not the worker's to
-// rewrite: the half that was hidden reappears as per-call overhead far above the baseline's, and
+// Channel relay that halves the times: the solution puts itself between its process and the rank's
+// checker (relay.cuh) and scales every call's event time, and the GPU span of the timed calls, by
+// 0.5: the baseline's own code claiming 2x. The times still fit inside the checker's clock around
+// each call and the span, but the driver's own clock around each call (from its grant to the
+// commit) is not the solution's to rewrite: the half that was hidden reappears as per-call overhead far above the baseline's, and
 // the run is flagged. With ranks sharing a GPU that comparison is a warning only (the socket
 // transport's jitter), so there the run is ok and must carry the warning. Calls must be long
 // enough for the hidden half to exceed the margin (1.5x the baseline's overhead + 100 us): the
@@ -18,11 +18,9 @@
 
 namespace {
 void halve_times(relay::Frame& f, bool to_worker) {
-  if (to_worker || !f.body.is_object()) return;
-  if (f.kind == relay::kCall && f.body.value("call", -1) >= 0 && f.body.contains("time_ms"))
-    f.body["time_ms"] = f.body["time_ms"].get<double>() * 0.5;
-  if (f.kind == relay::kTiming && f.body.contains("times_ms"))
-    for (auto& t : f.body["times_ms"]) t = t.get<double>() * 0.5;
+  if (to_worker || f.kind != relay::kReply || !f.body.is_object()) return;
+  if (f.body.value("stage", "") == "finished" && f.body.contains("ms")) f.body["ms"] = f.body["ms"].get<double>() * 0.5;
+  if (f.body.contains("span_ms")) f.body["span_ms"] = f.body["span_ms"].get<double>() * 0.5;
 }
 }  // namespace
 
@@ -39,6 +37,6 @@ extern "C" int pkb_run(pkb_context* ctx, const pkb_tensor* in, int, pkb_tensor* 
   return 0;
 }
 extern "C" int pkb_finalize(pkb_context*) {
-  relay::drain();  // the timing report must reach the driver before the worker exits
+  relay::drain();  // every reply must reach the checker before this process exits
   return 0;
 }

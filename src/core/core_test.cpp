@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/dtype.hpp"
 #include "core/hash.hpp"
+#include "core/hex.hpp"
 #include "core/philox.hpp"
 #include "core/poison.hpp"
 #include "core/stats.hpp"
@@ -17,6 +18,18 @@ namespace pkb {
 namespace {
 
 // Known-answer vectors published with Random123 (kat_vectors), counter[4] key[2] -> out[4].
+TEST(Hex, RoundTripsAnyBytesAndRejectsGarbage) {
+  std::string bytes;
+  for (int i = 0; i < 256; ++i) bytes.push_back(static_cast<char>(i));
+  std::string hex = to_hex(bytes);
+  EXPECT_EQ(hex.substr(0, 6), "000102");
+  EXPECT_EQ(hex.size(), 512u);
+  EXPECT_EQ(from_hex(hex), bytes);
+  EXPECT_EQ(from_hex("ABff"), std::string("\xab\xff"));
+  EXPECT_THROW(from_hex("abc"), Error);
+  EXPECT_THROW(from_hex("zz"), Error);
+}
+
 TEST(Philox, KnownAnswers) {
   struct Kat {
     rng::U32x4 ctr;

@@ -162,7 +162,7 @@ namespace {
 StepPlan step_plan(const Step& st, const RankPlan& rp) {
   StepPlan sp;
   sp.name = st.name;
-  for (auto& t : rp.inputs) sp.inputs.push_back({t.name, t.dtype, t.shape, t.dist});
+  for (auto& t : rp.inputs) sp.inputs.push_back({t.name, t.dtype, t.shape, t.dist, t.mutable_});
   for (auto& t : rp.outputs) sp.outputs.push_back({t.name, t.dtype, t.shape, {}});
   sp.params = st.inst->int_params();
   sp.float_params = st.inst->float_params;

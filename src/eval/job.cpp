@@ -303,7 +303,9 @@ class JobRunner {
         break;
       case MsgKind::plan:
       case MsgKind::grant:
-      case MsgKind::join: violation("a worker sent an unexpected " + std::string(to_string(m.kind)) + " message");
+      case MsgKind::join:
+      case MsgKind::op:
+      case MsgKind::reply: violation("a worker sent an unexpected " + std::string(to_string(m.kind)) + " message");
     }
   }
 

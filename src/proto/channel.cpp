@@ -1,5 +1,6 @@
 #include "proto/channel.hpp"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -22,6 +23,8 @@ std::string_view to_string(MsgKind k) {
     case MsgKind::join: return "join";
     case MsgKind::call: return "call";
     case MsgKind::grant: return "grant";
+    case MsgKind::op: return "op";
+    case MsgKind::reply: return "reply";
   }
   return "unknown";
 }
@@ -66,7 +69,7 @@ bool read_all(int fd, char* p, size_t n, bool at_frame_start) {
 
 void check_header(const Header& h) {
   if (h.magic != kFrameMagic) fail(Errc::protocol_error, "control channel: bad frame magic");
-  if (h.kind < static_cast<uint32_t>(MsgKind::plan) || h.kind > static_cast<uint32_t>(MsgKind::grant))
+  if (h.kind < static_cast<uint32_t>(MsgKind::plan) || h.kind > static_cast<uint32_t>(MsgKind::reply))
     fail(Errc::protocol_error, "control channel: unknown message kind " + std::to_string(h.kind));
   if (h.body_len > kMaxBodyBytes) fail(Errc::protocol_error, "control channel: message body too large");
   if (h.blob_len > kMaxBlobBytes) fail(Errc::protocol_error, "control channel: message blob too large");
@@ -103,6 +106,69 @@ std::optional<Message> recv_message(int fd) {
   read_all(fd, body.data(), body.size(), false);
   read_all(fd, blob.data(), blob.size(), false);
   return decode_body(h, body, std::move(blob));
+}
+
+void send_fds(int sock, const std::vector<int>& fds) {
+  if (fds.empty()) return;
+  char byte = 'F';
+  iovec iov{&byte, 1};
+  std::vector<char> control(CMSG_SPACE(sizeof(int) * fds.size()), 0);
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control.data();
+  msg.msg_controllen = control.size();
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+  std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+  while (::sendmsg(sock, &msg, MSG_NOSIGNAL) < 0)
+    if (errno != EINTR) fail(Errc::io_error, std::string("passing descriptors: ") + std::strerror(errno));
+}
+
+std::vector<int> recv_fds(int sock, size_t count) {
+  std::vector<int> fds;
+  if (count == 0) return fds;
+  char byte = 0;
+  iovec iov{&byte, 1};
+  std::vector<char> control(CMSG_SPACE(sizeof(int) * count), 0);
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control.data();
+  msg.msg_controllen = control.size();
+  ssize_t r;
+  while ((r = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC)) < 0)
+    if (errno != EINTR) fail(Errc::io_error, std::string("receiving descriptors: ") + std::strerror(errno));
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < n; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+      fds.push_back(fd);
+    }
+  }
+  if (r != 1 || byte != 'F' || fds.size() != count || (msg.msg_flags & MSG_CTRUNC)) {
+    for (int fd : fds) ::close(fd);
+    fail(Errc::protocol_error, "expected " + std::to_string(count) + " descriptors on the channel, got " +
+                                   std::to_string(fds.size()));
+  }
+  return fds;
+}
+
+bool wait_readable_or_exit(int fd, int pidfd) {
+  pollfd p[2] = {{fd, POLLIN, 0}, {pidfd, POLLIN, 0}};
+  while (true) {
+    int n = ::poll(p, pidfd >= 0 ? 2 : 1, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail(Errc::io_error, std::string("poll: ") + std::strerror(errno));
+    }
+    if (p[0].revents) return true;  // data, or the end of the stream: recv_message tells which
+    if (pidfd >= 0 && p[1].revents) return false;
+  }
 }
 
 void FrameDecoder::feed(const char* data, size_t n) {

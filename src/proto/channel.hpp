@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace pkb {
 
@@ -24,6 +25,8 @@ enum class MsgKind : uint32_t {
   join,       // worker -> driver, over TCP only: the job's secret and the worker's rank, first
   call,       // worker -> driver: timed call i ran (its time and output fingerprints, committed); i = -1: ready
   grant,      // driver -> worker: call i's sample key and full-check flag, call i+1's seed
+  op,         // checker -> runner (the two processes of one rank): what to do next
+  reply,      // runner -> checker: what it did
 };
 
 std::string_view to_string(MsgKind k);
@@ -43,6 +46,16 @@ void send_message(int fd, const Message& m);
 
 /// Blocking read of one message; nullopt on a clean end of stream; throws on a malformed frame.
 std::optional<Message> recv_message(int fd);
+
+/// Passes open file descriptors over a Unix socket (SCM_RIGHTS, with one byte of payload), between
+/// two messages: the receiver calls recv_fds right after the message that announced them.
+void send_fds(int sock, const std::vector<int>& fds);
+std::vector<int> recv_fds(int sock, size_t count);
+
+/// Waits until `fd` is readable or the process behind `pidfd` has exited (pidfd < 0: only `fd`).
+/// True: readable. A child's exit must end the wait even where processes it forked keep the
+/// socket open.
+bool wait_readable_or_exit(int fd, int pidfd);
 
 /// Incremental decoder for non-blocking readers (the driver polls many workers at once).
 class FrameDecoder {

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <thread>
@@ -57,6 +60,87 @@ TEST(Channel, DecoderHandlesByteByByteAndRejectsGarbage) {
   std::string junk(64, 'z');
   bad.feed(junk.data(), junk.size());
   EXPECT_THROW(bad.next(), Error);
+}
+
+TEST(Channel, PassesDescriptorsBetweenMessages) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  send_message(sv[0], {MsgKind::op, {{"op", "sets"}}, {}});
+  send_fds(sv[0], {pipe_fds[1]});
+  send_message(sv[0], {MsgKind::op, {{"op", "next"}}, {}});
+  auto m = recv_message(sv[1]);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->body["op"], "sets");
+  std::vector<int> got = recv_fds(sv[1], 1);
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(write(got[0], "x", 1), 1);  // the received descriptor is the pipe's write end
+  char c = 0;
+  ASSERT_EQ(read(pipe_fds[0], &c, 1), 1);
+  EXPECT_EQ(c, 'x');
+  auto n = recv_message(sv[1]);  // the message after the descriptors is intact
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->body["op"], "next");
+  // Asking for descriptors where a plain message follows is a protocol error, not a hang.
+  send_message(sv[0], {MsgKind::op, {{"op", "x"}}, {}});
+  EXPECT_THROW(recv_fds(sv[1], 1), Error);
+  for (int fd : {sv[0], sv[1], pipe_fds[0], pipe_fds[1], got[0]}) close(fd);
+}
+
+TEST(Channel, WaitEndsWhenTheChildExitsThoughAGrandchildHoldsTheSocket) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(sv[0]);
+    if (fork() == 0) {  // the grandchild keeps the socket open, silently, for a while
+      sleep(5);
+      _exit(0);
+    }
+    _exit(7);
+  }
+  close(sv[1]);
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, child, 0));
+  if (pidfd < 0) GTEST_SKIP() << "no pidfd_open on this kernel";
+  EXPECT_FALSE(wait_readable_or_exit(sv[0], pidfd));
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_EQ(WEXITSTATUS(status), 7);
+  // Data waiting on the socket wins over the exit.
+  int sv2[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv2), 0);
+  ASSERT_EQ(write(sv2[1], "x", 1), 1);
+  EXPECT_TRUE(wait_readable_or_exit(sv2[0], -1));
+  for (int fd : {sv[0], sv2[0], sv2[1], pidfd}) close(fd);
+}
+
+TEST(Plan, TheRunnersPlanHoldsNoSeedAndNoCheckSettings) {
+  WorkerPlan p;
+  p.nccl_id_hex = std::string(256, 'a');
+  p.send_inputs = true;
+  StepPlan st;
+  st.inputs.push_back({"x", DType::fp32, {4}, Dist{DistKind::normal, 0, 1, 0, 0}, true});
+  st.outputs.push_back({"y", DType::fp32, {4}, {}});
+  st.seed = 0x1234567890abcdefull;
+  st.trials = 3;
+  st.timing.enabled = true;
+  st.timing.samples_per_output = 256;
+  st.timing.full_checks = 2;
+  p.steps = {st};
+  WorkerPlan w = seal_for_worker(p);
+  WorkerPlan r = seal_for_runner(w);
+  std::string text = nlohmann::json(r).dump();
+  for (uint64_t secret : w.steps[0].trial_seeds) EXPECT_EQ(text.find(std::to_string(secret)), std::string::npos);
+  EXPECT_EQ(text.find(std::to_string(w.steps[0].warmup_seed)), std::string::npos);
+  EXPECT_EQ(text.find(std::to_string(p.steps[0].seed)), std::string::npos);
+  EXPECT_EQ(r.steps[0].trial_seeds.size(), 3u);  // how many trials, but not their seeds
+  EXPECT_EQ(r.steps[0].timing.samples_per_output, 0);
+  EXPECT_EQ(r.steps[0].timing.full_checks, 0);
+  EXPECT_FALSE(r.send_inputs);
+  WorkerPlan q = nlohmann::json(r).get<WorkerPlan>();
+  EXPECT_TRUE(q.steps[0].inputs[0].writable);  // inputs modified in place stay writable there
 }
 
 TEST(Plan, JsonRoundTrip) {

@@ -28,6 +28,7 @@ void from_json(const json& j, Dist& d) {
 
 void to_json(json& j, const TensorDesc& t) {
   j = json{{"name", t.name}, {"dtype", std::string(to_string(t.dtype))}, {"shape", t.shape}, {"dist", t.dist}};
+  if (t.writable) j["writable"] = true;
 }
 void from_json(const json& j, TensorDesc& t) {
   t.name = j.at("name").get<std::string>();
@@ -36,6 +37,7 @@ void from_json(const json& j, TensorDesc& t) {
   t.dtype = *d;
   t.shape = j.at("shape").get<std::vector<long long>>();
   t.dist = j.at("dist").get<Dist>();
+  t.writable = j.value("writable", false);
 }
 
 void to_json(json& j, const TimingPlan& t) {
@@ -159,6 +161,18 @@ WorkerPlan seal_for_worker(WorkerPlan plan) {
     for (int t = 0; t < st.trials; ++t) st.trial_seeds.push_back(stream_seed(st.seed, static_cast<uint64_t>(t)));
     st.warmup_seed = stream_seed(st.seed, kWarmupStream);
     st.seed = 0;
+  }
+  return plan;
+}
+
+WorkerPlan seal_for_runner(WorkerPlan plan) {
+  plan.send_inputs = false;
+  for (auto& st : plan.steps) {
+    st.seed = 0;
+    st.trial_seeds.assign(st.trial_seeds.size(), 0);  // the count stays: the runner runs that many trials
+    st.warmup_seed = 0;
+    st.timing.samples_per_output = 0;
+    st.timing.full_checks = 0;
   }
   return plan;
 }

@@ -17,6 +17,9 @@ struct TensorDesc {
   DType dtype = DType::bf16;
   std::vector<long long> shape;
   Dist dist;
+  /// Inputs only: the problem modifies it in place (the solution's process maps it read-write; every
+  /// other input is mapped read-only there).
+  bool writable = false;
   size_t numel() const {
     size_t n = 1;
     for (auto d : shape) n *= static_cast<size_t>(d);
@@ -120,5 +123,9 @@ uint64_t poison_bits(uint64_t seed, uint64_t call);
 
 /// The plan a worker receives: the step seeds replaced by what it may know in advance.
 WorkerPlan seal_for_worker(WorkerPlan plan);
+/// The plan the solution's process (a rank's runner) receives from its checker: no seed of any
+/// kind, no check settings (samples, fully checked calls), nothing from which inputs, poison or
+/// sample positions could be predicted.
+WorkerPlan seal_for_runner(WorkerPlan plan);
 
 }  // namespace pkb

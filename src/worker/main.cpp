@@ -1,6 +1,10 @@
 // pkb-worker: one rank of a job. Started by a launcher with --control-fd (the driver's channel),
 // --rank and --world; everything else arrives in the plan message. Never started by hand.
+// That process is the rank's checker; it starts itself again with --runner-fd as the runner, the
+// process the solution is loaded into (worker/runner.hpp).
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,12 +15,14 @@
 #include "core/error.hpp"
 #include "launch/launch_env.hpp"
 #include "proto/channel.hpp"
+#include "worker/runner.hpp"
 #include "worker/session.hpp"
 
 namespace {
 
 struct Args {
   int fd = -1, rank = -1, world = -1;
+  int runner_fd = -1, device = -1;  // started by a checker as its runner
   std::string connect, secret;  // started by a job launcher (mpirun/srun): join the driver over TCP
 };
 
@@ -28,6 +34,8 @@ Args parse(int argc, char** argv) {
     if (k == "--control-fd") a.fd = v;
     else if (k == "--rank") a.rank = v;
     else if (k == "--world") a.world = v;
+    else if (k == "--runner-fd") a.runner_fd = v;
+    else if (k == "--device") a.device = v;
     else if (k == "--connect") a.connect = argv[i + 1];
     else if (k == "--secret") a.secret = argv[i + 1];
   }
@@ -48,6 +56,7 @@ void report(int fd, pkb::Status status, const std::string& phase, const std::str
 
 int main(int argc, char** argv) {
   Args a = parse(argc, argv);
+  if (a.runner_fd >= 0 && a.device >= 0) return pkb::worker::run_runner(a.runner_fd, a.device);
   int local_rank = -1;
   if (!a.connect.empty()) {
     try {
@@ -66,6 +75,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
+  // The checker holds the secrets: the runner (same user) may neither trace it nor open its /proc
+  // entries, memory or descriptors, and does not inherit the driver's channel.
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) {
+    std::fprintf(stderr, "pkb-worker: cannot find its own program (/proc/self/exe)\n");
+    return 3;
+  }
+  exe[n] = '\0';
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  fcntl(a.fd, F_SETFD, FD_CLOEXEC);
   std::optional<pkb::Message> m;
   try {
     m = pkb::recv_message(a.fd);
@@ -85,7 +105,7 @@ int main(int argc, char** argv) {
     report(a.fd, pkb::Status::harness_error, "start", std::string("malformed plan: ") + e.what());
     return 3;
   }
-  pkb::worker::Session session(a.fd, plan);
+  pkb::worker::Session session(a.fd, plan, exe);
   try {
     session.run();
   } catch (const pkb::worker::WorkerFailure& f) {
@@ -100,7 +120,8 @@ int main(int argc, char** argv) {
     std::fflush(nullptr);
     _exit(1);
   } catch (const std::exception& e) {
-    // Once the solution is loaded it shares this process: whatever breaks here is charged to it.
+    // Once the solution is loaded, its GPU work shares the device with the checker's: an error here
+    // is charged to it.
     bool candidate_ran = session.phase() != "start" && session.phase() != "setup";
     report(a.fd, candidate_ran ? pkb::Status::runtime_error : pkb::Status::harness_error, session.phase(),
            std::string("worker: ") + e.what());

@@ -147,10 +147,10 @@ void Runtime::set_params(const StepPlan& step) {
   ctx_.params = params_.data();
 }
 
-void Runtime::set_call(uint64_t seed, uint64_t stream) {
+void Runtime::set_call(const std::vector<long long>& values) {
+  if (values.size() != trial_params_.size()) fail(Errc::protocol_error, "a call with the wrong number of per-call parameters");
   size_t first = params_.size() - trial_params_.size();
-  for (size_t k = 0; k < trial_params_.size(); ++k)
-    params_[first + k].value = trial_param_value(seed, stream, k, trial_params_[k]);
+  for (size_t k = 0; k < trial_params_.size(); ++k) params_[first + k].value = values[k];
 }
 
 int Runtime::symmetric_alloc(pkb_context* ctx, size_t bytes, pkb_symmetric* out) {

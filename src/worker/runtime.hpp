@@ -43,8 +43,10 @@ class Runtime {
   /// The parameters the solution sees (ctx->params, ctx->fparam) for `step`: its integer parameters,
   /// then its per-call ones (at trial_low until set_call).
   void set_params(const StepPlan& step);
-  /// Gives every per-call parameter its value for the call whose inputs are keyed by (seed, stream).
-  void set_call(uint64_t seed, uint64_t stream);
+  /// Gives the per-call parameters their values for the next call (the checker draws them from the
+  /// call's seed, which this process never sees); as many values as the step has per-call parameters.
+  void set_call(const std::vector<long long>& values);
+  size_t call_param_count() const { return trial_params_.size(); }
 
   /// Ordered, collective teardown: frees leftover symmetric buffers, device communicators,
   /// sub-communicators, then finalizes and destroys the communicator.

@@ -1,12 +1,16 @@
 #include "worker/session.hpp"
 
-#include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <nccl.h>
 
 #include "core/cuda_check.hpp"
+#include "core/hex.hpp"
 #include "core/philox.hpp"
 #include "core/poison.hpp"
+#include "core/trial_param.hpp"
+#include "worker/runner.hpp"
 
 namespace pkb::worker {
 
@@ -18,78 +22,13 @@ std::string hex64(unsigned long long v) {
   return buf;
 }
 
-TensorSet::TensorSet(const std::vector<TensorDesc>& descs) {
-  for (auto& d : descs) {
-    buffers.emplace_back(std::max<size_t>(d.bytes(), 256));
-    pkb_tensor t{};
-    t.data = buffers.back().get();
-    t.dtype = static_cast<pkb_dtype>(d.dtype);
-    t.ndim = static_cast<int>(d.shape.size());
-    for (size_t i = 0; i < d.shape.size(); ++i) t.shape[i] = d.shape[i];
-    t.name = d.name.c_str();
-    views.push_back(t);
-  }
-}
+Session::Session(int fd, WorkerPlan plan, std::string exe) : fd_(fd), plan_(std::move(plan)), exe_(std::move(exe)) {}
 
-Session::Session(int fd, WorkerPlan plan) : fd_(fd), plan_(std::move(plan)) {}
+Session::~Session() = default;
 
 void Session::enter(const std::string& phase) {
   phase_ = phase;
   send_message(fd_, {MsgKind::phase, json{{"phase", phase}, {"step", step_index_}}, {}});
-}
-
-/// Calls one of the solution's entry points. A C++ exception thrown out of it (the ABI is C: a
-/// solution must not throw, but a plain std::vector::at does) is the solution's runtime_error.
-template <typename F>
-int guarded(const char* what, F&& entry) {
-  try {
-    return entry();
-  } catch (const std::exception& e) {
-    throw WorkerFailure(Status::runtime_error, std::string(what) + " threw an exception out of the C ABI: " + e.what());
-  } catch (...) {
-    throw WorkerFailure(Status::runtime_error, std::string(what) + " threw a non-standard exception out of the C ABI");
-  }
-}
-
-void Session::call_run(TensorSet& in, TensorSet& out) {
-  rt_->set_call(in.seed, in.stream);  // per-call parameters follow the inputs (core/trial_param.hpp)
-  call_entry("pkb_run", guarded("pkb_run", [&] {
-               return run_(rt_->ctx(), in.views.data(), static_cast<int>(in.views.size()), out.views.data(),
-                           static_cast<int>(out.views.size()));
-             }));
-}
-
-void Session::call_entry(const char* what, int rc) {
-  std::string msg = rt_->take_error();
-  cudaError_t async = cudaGetLastError();
-  // A solution that gives up because this run cannot give it symmetric memory (--oversubscribe)
-  // has not failed: its record says unsupported, and pass@k does not count it.
-  if (rc != 0 && rt_->refused_symmetric_memory())
-    throw WorkerFailure(Status::unsupported, std::string(what) + " returned " + std::to_string(rc) +
-                                                 " after symmetric_alloc was refused: " + kOversubscribedSymmetric);
-  if (rc != 0)
-    throw WorkerFailure(Status::runtime_error, std::string(what) + " returned " + std::to_string(rc) +
-                                                   (msg.empty() ? "" : ": " + msg));
-  if (async != cudaSuccess)
-    throw WorkerFailure(Status::runtime_error, std::string(what) + ": CUDA error " + cudaGetErrorName(async) + ": " +
-                                                   cudaGetErrorString(async));
-}
-
-void Session::load_solution() {
-  so_ = dlopen(plan_.so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!so_) {
-    const char* e = dlerror();
-    throw WorkerFailure(Status::load_error, std::string("cannot load the solution: ") + (e ? e : "unknown error"));
-  }
-  init_ = reinterpret_cast<pkb_init_fn>(dlsym(so_, "pkb_init"));
-  run_ = reinterpret_cast<pkb_run_fn>(dlsym(so_, "pkb_run"));
-  finalize_ = reinterpret_cast<pkb_finalize_fn>(dlsym(so_, "pkb_finalize"));
-  std::string missing;
-  if (!init_) missing += " pkb_init";
-  if (!run_) missing += " pkb_run";
-  if (!finalize_) missing += " pkb_finalize";
-  if (!missing.empty())
-    throw WorkerFailure(Status::load_error, "the solution does not define extern \"C\"" + missing);
 }
 
 void Session::run() {
@@ -107,6 +46,7 @@ void Session::run() {
   cudaDriverGetVersion(&driver);
   cudaRuntimeGetVersion(&runtime);
   ncclGetVersion(&nccl);
+  l2_bytes_ = static_cast<size_t>(prop.l2CacheSize);
   send_message(fd_, {MsgKind::hello,
                      json{{"rank", plan_.rank},
                           {"device", plan_.device},
@@ -119,33 +59,101 @@ void Session::run() {
                           {"nccl", nccl}},
                      {}});
   enter("setup");
+  json ready;
   try {
-    rt_ = std::make_unique<Runtime>(plan_);
+    CUDA_CHECK(cudaSetDevice(plan_.device));
+    hs_ = std::make_unique<Stream>();
+    runner_ = std::make_unique<RunnerLink>(exe_, plan_.device, plan_.oversubscribed);
+    ready = runner_->call({{"op", "plan"}, {"plan", seal_for_runner(plan_)}});
+    std::string h = from_hex(ready.at("event").get<std::string>());
+    cudaIpcEventHandle_t handle;
+    if (h.size() != sizeof handle) fail(Errc::protocol_error, "the runner's event handle has the wrong size");
+    std::memcpy(&handle, h.data(), sizeof handle);
+    CUDA_CHECK(cudaIpcOpenEventHandle(&returned_, handle));
   } catch (const Error& e) {
+    throw WorkerFailure(Status::harness_error, std::string("worker setup failed: ") + e.what());
+  } catch (const json::exception& e) {
     throw WorkerFailure(Status::harness_error, std::string("worker setup failed: ") + e.what());
   }
   enter("load");
-  load_solution();
-  // The solution's code stays mapped until exit: unloading it while its kernels, static
-  // destructors or threads might still run is never safe.
+  runner_->call({{"op", "load"}});
+  runner_->loaded();
   for (int s = 0; s < static_cast<int>(plan_.steps.size()); ++s) run_step(s);
   send_message(fd_, {MsgKind::done, json::object(), {}});
   enter("teardown");
-  rt_->teardown();
+  runner_->call({{"op", "teardown"}});
+  runner_->wait_exit();
+}
+
+/// Allocates the step's tensor sets (two input sets, one output set) and passes them to the runner.
+void Session::share_sets() {
+  size_t g = SharedMapping::granularity(plan_.device);
+  auto make = [&](int id, const std::vector<TensorDesc>& descs) {
+    TensorSet s;
+    s.id = id;
+    s.layout = SetLayout::of(descs, g);
+    s.mem = SharedMapping::create(plan_.device, s.layout.bytes);
+    for (size_t i = 0; i < descs.size(); ++i) s.data.push_back(s.mem.base() + s.layout.offsets[i]);
+    return s;
+  };
+  ins_.clear();
+  ins_.push_back(make(0, step_->inputs));
+  ins_.push_back(make(1, step_->inputs));
+  out_ = make(2, step_->outputs);
+  json sets = json::array();
+  std::vector<int> fds;
+  for (const TensorSet* s : {&ins_[0], &ins_[1], &out_}) {
+    sets.push_back({{"id", s->id}, {"role", s == &out_ ? "out" : "in"}, {"bytes", s->layout.bytes}});
+    fds.push_back(s->mem.export_fd());
+  }
+  try {
+    runner_->call({{"op", "sets"}, {"step", step_index_}, {"sets", sets}}, fds);
+  } catch (...) {
+    for (int fd : fds) ::close(fd);
+    throw;
+  }
+  for (int fd : fds) ::close(fd);
+}
+
+std::vector<long long> Session::call_params(const TensorSet& set) const {
+  std::vector<long long> v;
+  for (size_t k = 0; k < step_->trial_params.size(); ++k)
+    v.push_back(trial_param_value(set.seed, set.stream, k, step_->trial_params[k]));
+  return v;
+}
+
+json Session::run_call(const TensorSet& in, json op, CheckSlot* at_return, const std::vector<uint64_t>& poisons) {
+  op["op"] = "run";
+  op["in"] = in.id;
+  op["out"] = out_.id;
+  op["params"] = call_params(in);
+  json r = runner_->call(op);
+  if (r.value("stage", std::string()) != "returned")
+    throw WorkerFailure(Status::protocol_error, "the solution's process answered a call out of order");
+  // Fingerprint at return: what the solution's stream had finished when pkb_run returned.
+  if (at_return) {
+    CUDA_CHECK(cudaStreamWaitEvent(hs_->get(), returned_, 0));
+    for (size_t o = 0; o < step_->outputs.size(); ++o)
+      launch_check(out_.data[o], step_->outputs[o].dtype, step_->outputs[o].numel(), poisons[o], at_return + o, hs_->get());
+  }
+  json f = runner_->receive();
+  if (f.value("stage", std::string()) != "finished" || !f.contains("ms") || !f["ms"].is_number())
+    throw WorkerFailure(Status::protocol_error, "the solution's process answered a call out of order");
+  return f;
 }
 
 void Session::run_step(int s) {
   step_index_ = s;
   step_ = &plan_.steps[s];
-  rt_->set_params(*step_);
   enter("init");
-  call_entry("pkb_init", guarded("pkb_init", [&] { return init_(rt_->ctx()); }));
-  CUDA_CHECK(cudaDeviceSynchronize());
+  share_sets();
+  runner_->call({{"op", "step"}, {"step", s}});
   for (int t = 0; t < step_->trials; ++t) run_trial(t);
   if (step_->timing.enabled) run_timing();
   enter("finalize");
-  call_entry("pkb_finalize", guarded("pkb_finalize", [&] { return finalize_(rt_->ctx()); }));
-  CUDA_CHECK(cudaDeviceSynchronize());
+  runner_->call({{"op", "finalize"}});
+  ins_.clear();
+  out_ = TensorSet{};
 }
 
 namespace {
@@ -158,8 +166,7 @@ void copy_to_host(std::string& blob, const TensorSet& set, const std::vector<Ten
   for (size_t i = 0; i < descs.size(); ++i) {
     size_t off = blob.size();
     blob.resize(off + descs[i].bytes());
-    if (descs[i].bytes())
-      CUDA_CHECK(cudaMemcpy(blob.data() + off, set.buffers[i].get(), descs[i].bytes(), cudaMemcpyDeviceToHost));
+    if (descs[i].bytes()) CUDA_CHECK(cudaMemcpy(blob.data() + off, set.data[i], descs[i].bytes(), cudaMemcpyDeviceToHost));
   }
 }
 
@@ -167,8 +174,8 @@ void copy_to_host(std::string& blob, const TensorSet& set, const std::vector<Ten
 
 void Session::run_trial(int trial) {
   enter("trial " + std::to_string(trial));
-  cudaStream_t hs = rt_->harness_stream();
-  TensorSet in(step_->inputs), out(step_->outputs);
+  cudaStream_t hs = hs_->get();
+  TensorSet& in = ins_[0];
   const size_t n_in = step_->inputs.size(), n_out = step_->outputs.size();
   DeviceBuffer slots(sizeof(CheckSlot) * (2 * n_in + 2 * n_out));
   CheckSlot* in_before = slots.as<CheckSlot>();
@@ -182,32 +189,23 @@ void Session::run_trial(int trial) {
   in.stream = static_cast<uint64_t>(trial);
   for (size_t i = 0; i < n_in; ++i) {
     auto& d = step_->inputs[i];
-    launch_generate(in.buffers[i].get(), d.dtype, d.numel(), heldout_trial(static_cast<uint64_t>(trial)) ? held_out(d.dist) : d.dist,
+    launch_generate(in.data[i], d.dtype, d.numel(), heldout_trial(static_cast<uint64_t>(trial)) ? held_out(d.dist) : d.dist,
                     input_key(trial_seed, static_cast<uint64_t>(trial), plan_.rank, i, d.dist), hs);
-    launch_check(in.buffers[i].get(), d.dtype, d.numel(), 0, in_before + i, hs);
+    launch_check(in.data[i], d.dtype, d.numel(), 0, in_before + i, hs);
   }
   std::vector<uint64_t> poisons;
   for (size_t o = 0; o < n_out; ++o) {
     auto& d = step_->outputs[o];
     poisons.push_back(poison_pattern(d.dtype, rng::mix64(poison_call + o)));
-    launch_fill_pattern(out.buffers[o].get(), dtype_size(d.dtype), d.numel(), poisons.back(), hs);
+    launch_fill_pattern(out_.data[o], dtype_size(d.dtype), d.numel(), poisons.back(), hs);
   }
   CUDA_CHECK(cudaStreamSynchronize(hs));
-  rt_->barrier(rt_->stream());
-  call_run(in, out);
-  // Fingerprint at return, on the solution's stream: what the call had finished when it returned.
+  // The runner synchronizes its device and then every rank before it says the call finished.
+  run_call(in, json{{"barrier_after", true}}, out_return, poisons);
   for (size_t o = 0; o < n_out; ++o)
-    launch_check(out.buffers[o].get(), step_->outputs[o].dtype, step_->outputs[o].numel(), poisons[o], out_return + o,
-                 rt_->stream());
-  cudaError_t e = cudaDeviceSynchronize();
-  if (e != cudaSuccess)
-    throw WorkerFailure(Status::runtime_error, std::string("during pkb_run: CUDA error ") + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
-  // Every rank has finished everything: fingerprint again.
-  rt_->barrier(hs);
-  for (size_t o = 0; o < n_out; ++o)
-    launch_check(out.buffers[o].get(), step_->outputs[o].dtype, step_->outputs[o].numel(), poisons[o], out_after + o, hs);
+    launch_check(out_.data[o], step_->outputs[o].dtype, step_->outputs[o].numel(), poisons[o], out_after + o, hs);
   for (size_t i = 0; i < n_in; ++i)
-    launch_check(in.buffers[i].get(), step_->inputs[i].dtype, step_->inputs[i].numel(), 0, in_after + i, hs);
+    launch_check(in.data[i], step_->inputs[i].dtype, step_->inputs[i].numel(), 0, in_after + i, hs);
   std::vector<CheckSlot> host(2 * n_in + 2 * n_out);
   CUDA_CHECK(cudaMemcpyAsync(host.data(), slots.get(), slots.bytes(), cudaMemcpyDeviceToHost, hs));
   CUDA_CHECK(cudaStreamSynchronize(hs));
@@ -231,7 +229,7 @@ void Session::run_trial(int trial) {
     ins.push_back(m);
   }
   Message msg{MsgKind::trial, json{{"step", step_index_}, {"trial", trial}, {"outputs", outs}, {"inputs", ins}}, {}};
-  copy_to_host(msg.blob, out, step_->outputs);
+  copy_to_host(msg.blob, out_, step_->outputs);
   if (plan_.send_inputs) copy_to_host(msg.blob, in, step_->inputs);
   send_message(fd_, msg);
 }

@@ -1,12 +1,16 @@
-// The timed phase of a worker: warm-up, then timed calls, each with inputs that did not exist
-// before the previous call had run and been reported, and every output checked. Per timed call i:
-//   [grant: call i's seed] generate inputs -> flush L2 -> poison outputs -> barrier + GPU-side delay
-//   -> [start] pkb_run [stop] -> fingerprint at return -> device synchronize
-//   -> commit (time, fingerprints) to the driver -> [grant: call i's sample key, full-check flag,
-//   call i+1's seed] -> barrier -> fingerprint again, sample, input fingerprint, whole outputs if full.
-// Only pkb_run sits between the two events. The worker never holds the step's seed: each key arrives
-// when it is due, so nothing in this process (where the solution runs) predicts a later call's
-// inputs or which values of this call will be compared, before this call's results are committed.
+// The timed phase of a rank's checker: warm-up, then timed calls, each with inputs that did not
+// exist before the previous call had run and been reported, and every output checked. Per timed
+// call i (C: the checker, R: the runner, where the solution runs):
+//   C [grant: call i's seed] generates inputs -> flushes L2 -> poisons outputs
+//   R resets persisting L2 -> barrier + GPU-side delay -> [start] pkb_run [stop] -> "returned"
+//   C fingerprints the outputs at return (after the runner's event)
+//   R device synchronize -> "finished" with the event time
+//   C commits (time, fingerprints) to the driver -> [grant: call i's sample key, full-check flag,
+//     call i+1's seed] -> R barrier -> C fingerprints again, samples, input fingerprints, whole
+//     outputs if the call is fully checked.
+// Only pkb_run sits between the two events. The runner never holds a seed, a sample key or the
+// full-check choice; the checker holds each only from when the driver sends it. A reported event
+// time longer than the checker's own clock around the call is a forgery.
 //
 // Graph mode (--graph) adds, after the checked eager calls, one CUDA graph of all timed calls back to
 // back and times its replay: pure device time without launch costs; its outputs are checked once,
@@ -16,6 +20,7 @@
 #include "core/cuda_check.hpp"
 #include "core/philox.hpp"
 #include "core/poison.hpp"
+#include "worker/runner.hpp"
 #include "worker/session.hpp"
 
 namespace pkb::worker {
@@ -49,21 +54,9 @@ struct TimedChecks {
   }
 };
 
-uint64_t hex_or_number(const json& j) {
-  return j.is_string() ? std::stoull(j.get<std::string>(), nullptr, 16) : j.get<uint64_t>();
-}
+uint64_t seed_of(const json& j) { return j.get<uint64_t>(); }
 
 }  // namespace
-
-double Session::allreduce_max(double v) {
-  cudaStream_t hs = rt_->harness_stream();
-  DeviceBuffer buf(sizeof(double));
-  CUDA_CHECK(cudaMemcpyAsync(buf.get(), &v, sizeof v, cudaMemcpyHostToDevice, hs));
-  NCCL_CHECK(ncclAllReduce(buf.get(), buf.get(), 1, ncclFloat64, ncclMax, rt_->ctx()->comm, hs));
-  CUDA_CHECK(cudaMemcpyAsync(&v, buf.get(), sizeof v, cudaMemcpyDeviceToHost, hs));
-  CUDA_CHECK(cudaStreamSynchronize(hs));
-  return v;
-}
 
 void Session::regenerate(TensorSet& set, uint64_t seed, uint64_t stream, CheckSlot* digest_slots) {
   set.seed = seed;
@@ -71,26 +64,9 @@ void Session::regenerate(TensorSet& set, uint64_t seed, uint64_t stream, CheckSl
   for (size_t i = 0; i < step_->inputs.size(); ++i) {
     auto& d = step_->inputs[i];
     // Warm-up and timed calls are held-out calls (heldout_trial in core/dist.hpp).
-    launch_generate(set.buffers[i].get(), d.dtype, d.numel(), held_out(d.dist), input_key(seed, stream, plan_.rank, i, d.dist),
-                    rt_->stream());
-    if (digest_slots) launch_check(set.buffers[i].get(), d.dtype, d.numel(), 0, digest_slots + i, rt_->stream());
+    launch_generate(set.data[i], d.dtype, d.numel(), held_out(d.dist), input_key(seed, stream, plan_.rank, i, d.dist), hs_->get());
+    if (digest_slots) launch_check(set.data[i], d.dtype, d.numel(), 0, digest_slots + i, hs_->get());
   }
-}
-
-/// Runs `probe` calls and returns the warm-up count every rank agrees on (from the slowest rank).
-int Session::agree_on_warmup(std::vector<TensorSet>& groups, TensorSet& out, int probe) {
-  const TimingPlan& tp = step_->timing;
-  cudaStream_t s = rt_->stream();
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  auto t0 = std::chrono::steady_clock::now();
-  for (int c = 0; c < probe; ++c) {
-    rt_->barrier(s);
-    call_run(groups[c % groups.size()], out);
-  }
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  double per_call = allreduce_max(probe ? host_ms_since(t0) / probe : 0.0);
-  if (per_call <= 0) return std::max(tp.warmup, probe);
-  return std::clamp(static_cast<int>(tp.warmup_budget_ms / per_call), probe, std::max(tp.warmup, probe));
 }
 
 void Session::send_timing(const json& body, std::string samples) {
@@ -106,8 +82,7 @@ json Session::commit_call(int call, json body) {
   auto m = recv_message(fd_);
   if (!m || m->kind != MsgKind::grant || m->body.value("step", -1) != step_index_ || m->body.value("call", -2) != call)
     throw WorkerFailure(Status::protocol_error, "timed call " + std::to_string(call) +
-                                                    ": the driver's answer did not arrive on the control channel "
-                                                    "(something else in this process read it)");
+                                                    ": the driver's answer did not arrive on the control channel");
   return std::move(m->body);
 }
 
@@ -115,35 +90,30 @@ void Session::run_timing() {
   enter("timing");
   const TimingPlan& tp = step_->timing;
   const size_t n_in = step_->inputs.size(), n_out = step_->outputs.size();
-  cudaStream_t s = rt_->stream();
-  // Two input sets alternate, so that input pointers change from call to call.
-  std::vector<TensorSet> groups;
-  for (int g = 0; g < 2; ++g) groups.emplace_back(step_->inputs);
-  TensorSet out(step_->outputs);
+  cudaStream_t s = hs_->get();
 
   // Warm-up (neither timed nor checked): inputs from the warm-up seed, a few probe calls to size it
-  // (the same count on every rank).
-  for (int g = 0; g < 2; ++g) regenerate(groups[g], step_->warmup_seed, kWarmupStream + static_cast<uint64_t>(g), nullptr);
-  int probe = std::min(tp.warmup, 5);
-  int warmup = agree_on_warmup(groups, out, probe);
-  for (int c = probe; c < warmup; ++c) {
-    rt_->barrier(s);
-    call_run(groups[c % 2], out);
-  }
-  cudaError_t e = cudaDeviceSynchronize();
-  if (e != cudaSuccess)
-    throw WorkerFailure(Status::runtime_error, std::string("during warm-up calls: CUDA error ") + cudaGetErrorName(e) + ": " +
-                                                   cudaGetErrorString(e));
+  // (the runner agrees on the count with every rank).
+  for (int g = 0; g < 2; ++g) regenerate(ins_[g], step_->warmup_seed, kWarmupStream + static_cast<uint64_t>(g), nullptr);
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  json wr = runner_->call({{"op", "warmup"},
+                           {"sets", {ins_[0].id, ins_[1].id}},
+                           {"out", out_.id},
+                           {"params", {call_params(ins_[0]), call_params(ins_[1])}},
+                           {"probe", std::min(tp.warmup, 5)},
+                           {"warmup", tp.warmup},
+                           {"budget_ms", tp.warmup_budget_ms}});
+  int warmup = wr.value("warmup", -1);
+  if (warmup < 0) throw WorkerFailure(Status::protocol_error, "the solution's process reported no warm-up count");
 
   // Cold caches: the generated inputs are pushed out of L2 by writing l2_factor x L2 of other data.
-  size_t l2 = rt_->ctx()->topo.l2_bytes ? rt_->ctx()->topo.l2_bytes : (60u << 20);
+  size_t l2 = l2_bytes_ ? l2_bytes_ : (60u << 20);
   DeviceBuffer flush(static_cast<size_t>(std::max(tp.l2_factor, 1.0) * static_cast<double>(l2)));
   TimedChecks chk(*step_, tp.iters, s);
   CheckSlot* in_gen = chk.in_gen.as<CheckSlot>();
   CheckSlot* in_after = chk.in_after.as<CheckSlot>();
   CheckSlot* out_return = chk.out_return.as<CheckSlot>();
   CheckSlot* out_after = chk.out_after.as<CheckSlot>();
-  std::vector<Event> start(tp.iters), stop(tp.iters);
   std::vector<CheckSlot> ret(n_out);
   std::string full_blob;
   json times = json::array();
@@ -153,36 +123,34 @@ void Session::run_timing() {
   CUDA_CHECK(cudaStreamSynchronize(s));
   auto host_start = std::chrono::steady_clock::now();
   for (int t = 0; t < tp.iters; ++t) {
-    uint64_t seed = hex_or_number(grant.at("next_seed"));
-    TensorSet& in = groups[t % 2];
+    uint64_t seed = seed_of(grant.at("next_seed"));
+    TensorSet& in = ins_[t % 2];
     regenerate(in, seed, kTimedStream + static_cast<uint64_t>(t), in_gen + t * n_in);
     CUDA_CHECK(cudaMemsetAsync(flush.get(), t & 0xff, flush.bytes(), s));
-    if (clear_persisting_l2()) ++l2_resets;  // undo what the solution set
     uint64_t pcall = poison_bits(seed, static_cast<uint64_t>(step_->trials + warmup + t));
     std::vector<uint64_t> poisons;
     for (size_t o = 0; o < n_out; ++o) {
       const TensorDesc& d = step_->outputs[o];
       poisons.push_back(poison_pattern(d.dtype, rng::mix64(pcall + o)));
-      launch_fill_pattern(out.buffers[o].get(), dtype_size(d.dtype), d.numel(), poisons[o], s);
+      launch_fill_pattern(out_.data[o], dtype_size(d.dtype), d.numel(), poisons[o], s);
     }
-    rt_->barrier(s, tp.predelay_us);
-    CUDA_CHECK(cudaEventRecord(start[t].get(), s));
-    call_run(in, out);
-    CUDA_CHECK(cudaEventRecord(stop[t].get(), s));
-    // Fingerprint at return, on the solution's stream: what the call had finished when it returned.
-    if (tp.checks)
-      for (size_t o = 0; o < n_out; ++o)
-        launch_check(out.buffers[o].get(), step_->outputs[o].dtype, step_->outputs[o].numel(), poisons[o],
-                     out_return + t * n_out + o, s);
-    e = cudaDeviceSynchronize();  // every stream: nothing of this call runs on past this point
-    if (e != cudaSuccess)
-      throw WorkerFailure(Status::runtime_error, std::string("during timed calls: CUDA error ") + cudaGetErrorName(e) + ": " +
-                                                     cudaGetErrorString(e));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start[t].get(), stop[t].get()));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    auto call_start = std::chrono::steady_clock::now();
+    json f = run_call(in, json{{"delay_us", tp.predelay_us}, {"clear_l2", true}, {"timed", t}},
+                      tp.checks ? out_return + t * n_out : nullptr, poisons);
+    double around_ms = host_ms_since(call_start);
+    double ms = f["ms"].get<double>();
+    if (!(ms >= 0) || ms > around_ms) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "timed call %d: the solution's process reported %.3f ms, outside the %.3f ms the checker saw",
+                    t, ms, around_ms);
+      throw WorkerFailure(Status::protocol_error, buf);
+    }
+    if (f.value("l2_reset", false)) ++l2_resets;  // the runner undid a limit the solution set
     times.push_back(ms);
     json outs = json::array();
     if (tp.checks) {
+      CUDA_CHECK(cudaStreamSynchronize(s));
       CUDA_CHECK(cudaMemcpy(ret.data(), out_return + t * n_out, n_out * sizeof(CheckSlot), cudaMemcpyDeviceToHost));
       for (size_t o = 0; o < n_out; ++o)
         outs.push_back({{"digest", hex64(ret[o].digest)}, {"unwritten", ret[o].unwritten}, {"nonfinite", ret[o].nonfinite}});
@@ -191,39 +159,35 @@ void Session::run_timing() {
     }
     grant = commit_call(t, json{{"time_ms", ms}, {"outputs", outs}});
     if (!tp.checks) continue;  // measuring the cost of the checks themselves (--unchecked-timing)
-    // Every rank has finished this call (each synchronized before committing): fingerprint again,
-    // then read the values at the positions revealed only now.
-    rt_->barrier(s);
-    uint64_t skey = hex_or_number(grant.at("sample_key"));
+    // The driver answers each rank as it commits: wait until every rank has finished this call,
+    // then fingerprint again and read the values at the positions revealed only now.
+    runner_->call({{"op", "barrier"}});
+    uint64_t skey = seed_of(grant.at("sample_key"));
     for (size_t o = 0; o < n_out; ++o) {
       const TensorDesc& d = step_->outputs[o];
       size_t esz = dtype_size(d.dtype);
-      launch_check(out.buffers[o].get(), d.dtype, d.numel(), poisons[o], out_after + t * n_out + o, s);
+      launch_check(out_.data[o], d.dtype, d.numel(), poisons[o], out_after + t * n_out + o, s);
       auto pos = sample_positions(skey, plan_.rank, static_cast<int>(o), d.numel(), step_->timing.samples_per_output);
       if (!pos.empty())
         CUDA_CHECK(cudaMemcpyAsync(chk.positions[o].get(), pos.data(), pos.size() * sizeof(uint64_t), cudaMemcpyHostToDevice, s));
-      launch_gather_samples(out.buffers[o].get(), esz, chk.positions[o].as<uint64_t>(), chk.k[o],
+      launch_gather_samples(out_.data[o], esz, chk.positions[o].as<uint64_t>(), chk.k[o],
                             chk.samples[o].as<char>() + static_cast<size_t>(t) * chk.k[o] * esz, s);
       if (!pos.empty()) CUDA_CHECK(cudaStreamSynchronize(s));  // pos is a host vector about to go
     }
     for (size_t i = 0; i < n_in; ++i)
-      launch_check(in.buffers[i].get(), step_->inputs[i].dtype, step_->inputs[i].numel(), 0, in_after + t * n_in + i, s);
+      launch_check(in.data[i], step_->inputs[i].dtype, step_->inputs[i].numel(), 0, in_after + t * n_in + i, s);
     if (grant.value("full", false)) {
       CUDA_CHECK(cudaStreamSynchronize(s));
       for (size_t o = 0; o < n_out; ++o) {
         size_t off = full_blob.size(), bytes = step_->outputs[o].bytes();
         full_blob.resize(off + bytes);
-        if (bytes) CUDA_CHECK(cudaMemcpy(full_blob.data() + off, out.buffers[o].get(), bytes, cudaMemcpyDeviceToHost));
+        if (bytes) CUDA_CHECK(cudaMemcpy(full_blob.data() + off, out_.data[o], bytes, cudaMemcpyDeviceToHost));
       }
     }
   }
-  e = cudaDeviceSynchronize();
-  if (e != cudaSuccess)
-    throw WorkerFailure(Status::runtime_error, std::string("during timed calls: CUDA error ") + cudaGetErrorName(e) + ": " +
-                                                   cudaGetErrorString(e));
+  CUDA_CHECK(cudaStreamSynchronize(s));
   double host_ms = host_ms_since(host_start);
-  float span = 0;
-  if (tp.iters > 0) CUDA_CHECK(cudaEventElapsedTime(&span, start[0].get(), stop[tp.iters - 1].get()));
+  double span = runner_->call({{"op", "span"}}).value("span_ms", 0.0);
 
   std::vector<CheckSlot> hg(n_in * tp.iters), ha(n_in * tp.iters), ho(n_out * tp.iters);
   if (n_in) {
@@ -261,51 +225,33 @@ void Session::run_timing() {
                    {"times_ms", times}, {"span_ms", span}, {"host_ms", host_ms}, {"l2_resets", l2_resets},
                    {"outputs", outs}, {"inputs", ins}},
               std::move(blob));
-  if (tp.graph) run_graph_timing(groups, out);  // after the checked calls: the same solution, replayed
+  if (tp.graph) run_graph_timing();  // after the checked calls: the same solution, replayed
 }
 
-void Session::run_graph_timing(std::vector<TensorSet>& groups, TensorSet& out) {
+void Session::run_graph_timing() {
   const TimingPlan& tp = step_->timing;
-  cudaStream_t s = rt_->stream();
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  cudaGraph_t graph = nullptr;
-  CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  try {
-    for (int i = 0; i < tp.iters; ++i) call_run(groups[i % groups.size()], out);
-  } catch (...) {
-    cudaStreamEndCapture(s, &graph);
-    throw;
-  }
-  cudaError_t ce = cudaStreamEndCapture(s, &graph);
-  if (ce != cudaSuccess)
-    throw WorkerFailure(Status::runtime_error, std::string("the solution cannot be captured in a CUDA graph (--graph): ") +
-                                                   cudaGetErrorString(ce));
-  cudaGraphExec_t exec = nullptr;
-  CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  cudaStream_t s = hs_->get();
   for (size_t o = 0; o < step_->outputs.size(); ++o) {
     const TensorDesc& d = step_->outputs[o];
-    launch_fill_pattern(out.buffers[o].get(), dtype_size(d.dtype), d.numel(), poison_pattern(d.dtype, 0x5eed + o), s);
+    launch_fill_pattern(out_.data[o], dtype_size(d.dtype), d.numel(), poison_pattern(d.dtype, 0x5eed + o), s);
   }
-  CUDA_CHECK(cudaGraphLaunch(exec, s));  // warm replay
-  Event start, stop;
-  rt_->barrier(s, tp.predelay_us);
+  CUDA_CHECK(cudaStreamSynchronize(s));
   auto host_start = std::chrono::steady_clock::now();
-  CUDA_CHECK(cudaEventRecord(start.get(), s));
-  CUDA_CHECK(cudaGraphLaunch(exec, s));
-  CUDA_CHECK(cudaEventRecord(stop.get(), s));
-  cudaError_t e = cudaStreamSynchronize(s);
-  double host_ms = host_ms_since(host_start);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  if (e != cudaSuccess)
-    throw WorkerFailure(Status::runtime_error, std::string("during graph replay: ") + cudaGetErrorString(e));
-  float ms = 0;
-  CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+  json g = runner_->call({{"op", "graph"},
+                          {"sets", {ins_[0].id, ins_[1].id}},
+                          {"out", out_.id},
+                          {"params", {call_params(ins_[0]), call_params(ins_[1])}},
+                          {"iters", tp.iters},
+                          {"delay_us", tp.predelay_us}});
+  double around_ms = host_ms_since(host_start);
+  double ms = g.value("ms", -1.0), host_ms = g.value("host_ms", -1.0);
+  if (!(ms >= 0) || ms > around_ms || !(host_ms >= 0) || host_ms > around_ms)
+    throw WorkerFailure(Status::protocol_error, "graph replay: the solution's process reported times outside the checker's clock");
   DeviceBuffer slots(sizeof(CheckSlot) * std::max<size_t>(step_->outputs.size(), 1));
   CUDA_CHECK(cudaMemsetAsync(slots.get(), 0, slots.bytes(), s));
   for (size_t o = 0; o < step_->outputs.size(); ++o) {
     const TensorDesc& d = step_->outputs[o];
-    launch_check(out.buffers[o].get(), d.dtype, d.numel(), poison_pattern(d.dtype, 0x5eed + o), slots.as<CheckSlot>() + o, s);
+    launch_check(out_.data[o], d.dtype, d.numel(), poison_pattern(d.dtype, 0x5eed + o), slots.as<CheckSlot>() + o, s);
   }
   std::vector<CheckSlot> h(step_->outputs.size());
   CUDA_CHECK(cudaMemcpyAsync(h.data(), slots.get(), h.size() * sizeof(CheckSlot), cudaMemcpyDeviceToHost, s));
@@ -314,7 +260,7 @@ void Session::run_graph_timing(std::vector<TensorSet>& groups, TensorSet& out) {
   for (size_t o = 0; o < h.size(); ++o)
     outs.push_back({{"name", step_->outputs[o].name}, {"unwritten", h[o].unwritten}, {"nonfinite", h[o].nonfinite}});
   for (int i = 0; i < tp.iters; ++i) times.push_back(ms / tp.iters);  // a graph gives one interval: its mean
-  send_timing(json{{"mode", "graph"}, {"warmup", 0}, {"iters", tp.iters}, {"groups", groups.size()}, {"times_ms", times},
+  send_timing(json{{"mode", "graph"}, {"warmup", 0}, {"iters", tp.iters}, {"groups", 2}, {"times_ms", times},
                    {"span_ms", ms}, {"host_ms", host_ms}, {"outputs", outs}, {"inputs", json::array()}},
               {});
 }
