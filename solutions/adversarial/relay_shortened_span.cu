@@ -1,8 +1,10 @@
 // pkb-expect: flagged
 // pkb-problem: 1
 // Channel relay that shortens only the GPU span of the timed calls (the interval from the first
-// call's start to the last call's stop, which the runner measures): the relay (relay.cuh) halves it
-// on its way to the checker. The calls' own times must fit inside the span: flagged.
+// call's start to the last call's stop, which the runner measures): the relay (relay.cuh) cuts it to
+// 1 % on its way to the checker, shorter than the calls inside it. The calls' own times must fit
+// inside the span: flagged. (Halving it is not enough: the gaps between calls, where the checker
+// generates and checks, make the honest span several times the calls' sum.)
 #include <pkb/solution.h>
 
 #include "relay.cuh"
@@ -10,7 +12,7 @@
 namespace {
 void halve_span(relay::Frame& f, bool to_worker) {
   if (!to_worker && f.kind == relay::kReply && f.body.is_object() && f.body.contains("span_ms"))
-    f.body["span_ms"] = f.body["span_ms"].get<double>() * 0.5;
+    f.body["span_ms"] = f.body["span_ms"].get<double>() * 0.01;
 }
 }  // namespace
 

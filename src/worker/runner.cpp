@@ -415,11 +415,11 @@ json RunnerLink::receive() {
   try {
     m = recv_message(fd_);
   } catch (const Error& e) {
-    throw WorkerFailure(Status::protocol_error, std::string("the solution's process broke its channel to the checker: ") + e.what());
+    failed(Status::protocol_error, std::string("the solution's process broke its channel to the checker: ") + e.what());
   }
   if (!m) died("it closed its channel");
   if (m->kind != MsgKind::reply)
-    throw WorkerFailure(Status::protocol_error, "the solution's process sent a '" + std::string(to_string(m->kind)) +
+    failed(Status::protocol_error, "the solution's process sent a '" + std::string(to_string(m->kind)) +
                                                     "' message on its channel to the checker");
   if (m->body.contains("error")) {
     const json& e = m->body["error"];
@@ -427,12 +427,12 @@ json RunnerLink::receive() {
     std::string msg = e.is_object() && e.contains("message") && e["message"].is_string() ? e["message"].get<std::string>() : "";
     auto s = parse_status(st);
     if (!s || !runner_may_report(*s, loaded_, oversubscribed_))
-      throw WorkerFailure(Status::protocol_error,
+      failed(Status::protocol_error,
                           "the solution's process reported status '" + st + "', which it may not claim: " + msg);
-    throw WorkerFailure(*s, msg);
+    failed(*s, msg);
   }
   if (!m->body.value("ok", false))
-    throw WorkerFailure(Status::protocol_error, "the solution's process sent a malformed reply");
+    failed(Status::protocol_error, "the solution's process sent a malformed reply");
   return std::move(m->body);
 }
 
@@ -447,7 +447,7 @@ void RunnerLink::died(const std::string& how) {
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, &status, 0);
     exited_ = true;
-    throw WorkerFailure(Status::protocol_error, "the solution's process " + how + " but did not exit");
+    failed(Status::protocol_error, "the solution's process " + how + " but did not exit");
   }
   exited_ = true;
   std::fflush(nullptr);
@@ -463,6 +463,11 @@ void RunnerLink::died(const std::string& how) {
     _exit(128 + sig);
   }
   _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+}
+
+void RunnerLink::failed(Status s, const std::string& message) {
+  if (on_failure_) on_failure_(s, message);
+  throw WorkerFailure(s, message);
 }
 
 void RunnerLink::wait_exit() {

@@ -8,6 +8,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -43,11 +44,17 @@ class RunnerLink {
   }
   /// Marks the solution as loaded: from then on the runner cannot report harness_error.
   void loaded() { loaded_ = true; }
+  /// Called (instead of throwing a WorkerFailure) when the runner failed or broke the protocol: the
+  /// checker reports and exits at once. Unwinding would free CUDA memory, which synchronizes the
+  /// checker's stream, which may be waiting on an event the failed runner will never record.
+  void on_failure(std::function<void(Status, const std::string&)> f) { on_failure_ = std::move(f); }
   /// Waits for the runner's normal exit after teardown.
   void wait_exit();
 
  private:
   [[noreturn]] void died(const std::string& how);
+  [[noreturn]] void failed(Status s, const std::string& message);
+  std::function<void(Status, const std::string&)> on_failure_;
   int fd_ = -1, pidfd_ = -1;
   pid_t pid_ = -1;
   bool oversubscribed_ = false, loaded_ = false, exited_ = false;

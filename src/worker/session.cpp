@@ -64,6 +64,15 @@ void Session::run() {
     CUDA_CHECK(cudaSetDevice(plan_.device));
     hs_ = std::make_unique<Stream>();
     runner_ = std::make_unique<RunnerLink>(exe_, plan_.device, plan_.oversubscribed);
+    runner_->on_failure([this](Status st, const std::string& message) {
+      try {
+        send_message(fd_, {MsgKind::error, json{{"status", std::string(to_string(st))}, {"phase", phase_}, {"message", message}}, {}});
+      } catch (...) {
+        // The driver is gone; nothing more to say.
+      }
+      std::fflush(nullptr);
+      _exit(1);  // no unwinding: see RunnerLink::on_failure
+    });
     ready = runner_->call({{"op", "plan"}, {"plan", seal_for_runner(plan_)}});
     std::string h = from_hex(ready.at("event").get<std::string>());
     cudaIpcEventHandle_t handle;
