@@ -1,12 +1,14 @@
 // `pkb run` and `pkb eval`: the flags they share are declared once, here.
 #include <fmt/format.h>
 
+#include <iostream>
 #include <sstream>
 
 #include "cli/cmd_batch.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "eval/evaluator.hpp"
+#include "eval/full.hpp"
 #include "report/console.hpp"
 
 namespace pkb::cli {
@@ -15,6 +17,7 @@ namespace {
 
 struct SharedFlags {
   EvalOptions opts;
+  std::optional<std::string> dtype;  // given (flag or PKB_DTYPE); else EvalOptions' default
   std::optional<long long> m, n;
   std::vector<std::string> sets;
   bool no_perf = false, perf = false, quiet = false;
@@ -23,6 +26,8 @@ struct SharedFlags {
   std::string seed;
   BatchFlags batch;  // eval only: --solutions DIR
   std::string mpirun = "mpirun";
+  bool full = false;                  // eval only: every cell of the spec (eval/full.hpp)
+  std::optional<std::string> worlds;  // with --full
 };
 
 void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
@@ -37,7 +42,7 @@ void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
       ->check(at_least(1, kGpusHint))
       ->envname("PKB_GPUS");
   declare_oversubscribe(sub, f.opts.oversubscribe);
-  sub.add_option("--dtype", f.opts.dtype, "Benchmark dtype D: bf16, fp16 or fp32")->envname("PKB_DTYPE");
+  sub.add_option("--dtype", f.dtype, "Benchmark dtype D: bf16, fp16 or fp32 (default bf16)")->envname("PKB_DTYPE");
   sub.add_option("--size,-s", f.opts.size, "Named size class from the spec (`pkb show` lists them)")->envname("PKB_SIZE");
   sub.add_option("-M", f.m, "Override the size variable M")->check(at_least(1));
   sub.add_option("-N", f.n, "Override the size variable N")->check(at_least(1));
@@ -62,6 +67,12 @@ void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
                    "speedup on either side (default 0.02)")
         ->check(at_least(0));
   }
+  if (is_eval) {
+    sub.add_flag("--full", f.full,
+                 "Evaluate every (world size, dtype, size class) cell the spec allows, each an eval of its own, and "
+                 "record one verdict over all of them");
+    sub.add_option("--worlds", f.worlds, "With --full: the world sizes, e.g. 2,4 (default 2,4,8 where the spec and the GPUs allow)");
+  }
   if (!is_eval) sub.add_flag("--perf", f.perf, "Also time the solution");
   sub.add_option("--timeout", f.opts.timeout_s, "Deadline in seconds per phase (each trial; the timed phase gets 5x)")
       ->envname("PKB_TIMEOUT");
@@ -81,9 +92,29 @@ void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
   sub.add_flag("--quiet,-q", f.quiet, "No progress line");
 }
 
+/// --full and --worlds against the other flags: wrong whatever the machine, so refused first.
+void check_full_flags(const SharedFlags& f, const EvalOptions& o, bool batch) {
+  if (f.worlds && !f.full) throw Error(Errc::invalid_argument, "--worlds goes with --full");
+  if (!f.full) return;
+  if (batch) throw Error(Errc::invalid_argument, "--full evaluates one solution: it does not go with --solutions DIR");
+  if (f.dtype) throw Error(Errc::invalid_argument, "--full runs every dtype the spec allows: it does not go with --dtype (or PKB_DTYPE)");
+  if (!o.size.empty() || !o.size_overrides.empty())
+    throw Error(Errc::invalid_argument, "--full runs every size class: it does not go with --size, -M, -N or --set (or PKB_SIZE)");
+}
+
+int execute_full(const SharedFlags& f, const EvalOptions& o) {
+  FullOptions fo{o, f.worlds ? parse_worlds(*f.worlds) : std::vector<int>{}};
+  EvalRecord rec = run_full(fo, std::cout);
+  std::cout.flush();
+  print_summary(rec, stdout);
+  if (!o.json_out.empty()) fmt::print("  records    appended to {} (one full_part per cell run, then this summary)\n", o.json_out);
+  return exit_code_for(rec);
+}
+
 int execute(SharedFlags& f, bool is_eval) {
   EvalOptions o = f.opts;
   o.argv = invocation();
+  if (f.dtype) o.dtype = *f.dtype;
   if (f.m) o.size_overrides.emplace_back("M", *f.m);
   if (f.n) o.size_overrides.emplace_back("N", *f.n);
   for (auto& s : f.sets) {
@@ -96,6 +127,8 @@ int execute(SharedFlags& f, bool is_eval) {
     }
   }
   bool batch = is_eval && !f.batch.solutions.empty();
+  check_full_flags(f, o, batch);
+  if (f.worlds) (void)parse_worlds(*f.worlds);  // a malformed list is named before anything else is looked at
   if (is_eval && !batch) {
     if (!f.batch.problems.empty()) throw Error(Errc::invalid_argument, "--problems goes with --solutions DIR");
     if (o.problem.empty()) throw Error(Errc::invalid_argument, "pkb eval needs a problem (or --solutions DIR for a batch)");
@@ -128,6 +161,7 @@ int execute(SharedFlags& f, bool is_eval) {
   o.progress = !f.quiet && isatty(2);
   o.worker_exe = self_dir() + "/pkb-worker";
   if (batch) return run_eval_batch(o, f.batch);
+  if (f.full) return execute_full(f, o);
   EvalRecord rec = is_eval ? run_eval(o) : run_dry(o);
   print_summary(rec, stdout);
   if (!o.json_out.empty()) fmt::print("  record     appended to {}\n", o.json_out);

@@ -44,30 +44,32 @@ Placement place_ranks(int world, int visible, bool oversubscribe) {
 
 namespace detail {
 
-Prepared prepare(const EvalOptions& opts, const std::vector<std::string>& size_classes) {
-  Prepared p;
-  auto all = discover_problems(problems_dir(opts.problems_dir));
-  const ProblemEntry& entry = find_problem(all, opts.problem);
-  p.spec = load_spec(entry.dir);
-  if (opts.solution.empty() || is_reference_word(opts.solution)) {
-    p.solution_path = p.spec.reference_path();
-    p.solution_is_reference = true;
-  } else {
-    p.solution_path = opts.solution;
+void check_eval_options(const EvalOptions& opts) {
+  if (!opts.solution.empty() && !is_reference_word(opts.solution)) {
+    std::filesystem::path path = opts.solution;
     std::error_code ec;
-    if (!std::filesystem::exists(p.solution_path, ec))
-      fail(Errc::invalid_argument, "solution file " + opts.solution + " does not exist");
-    if (!std::filesystem::is_regular_file(p.solution_path, ec) || access(p.solution_path.c_str(), R_OK) != 0)
+    if (!std::filesystem::exists(path, ec)) fail(Errc::invalid_argument, "solution file " + opts.solution + " does not exist");
+    if (!std::filesystem::is_regular_file(path, ec) || access(path.c_str(), R_OK) != 0)
       fail(Errc::invalid_argument, "solution file " + opts.solution + " is not a readable file");
   }
-  auto dtype = parse_dtype(opts.dtype);
-  if (!dtype) fail(Errc::invalid_argument, "unknown dtype '" + opts.dtype + "' (" + dtype_names() + ")");
+  if (!parse_dtype(opts.dtype)) fail(Errc::invalid_argument, "unknown dtype '" + opts.dtype + "' (" + dtype_names() + ")");
   if (opts.trials < 1) fail(Errc::invalid_argument, "--trials must be at least 1");
   if (opts.iters < 1 && opts.perf) fail(Errc::invalid_argument, "--iters must be at least 1");
   if (opts.warmup < 0) fail(Errc::invalid_argument, "--warmup cannot be negative");
   if (opts.timeout_s <= 0) fail(Errc::invalid_argument, "--timeout must be positive");
   if (opts.launcher != "local" && opts.launcher != "mpi")
     fail(Errc::invalid_argument, "--launcher is local or mpi, not '" + opts.launcher + "'");
+}
+
+Prepared prepare(const EvalOptions& opts, const std::vector<std::string>& size_classes) {
+  Prepared p;
+  auto all = discover_problems(problems_dir(opts.problems_dir));
+  const ProblemEntry& entry = find_problem(all, opts.problem);
+  p.spec = load_spec(entry.dir);
+  check_eval_options(opts);
+  p.solution_is_reference = opts.solution.empty() || is_reference_word(opts.solution);
+  p.solution_path = p.solution_is_reference ? p.spec.reference_path() : std::filesystem::path(opts.solution);
+  auto dtype = parse_dtype(opts.dtype);
   if (!opts.size.empty()) p.spec.require_size(opts.size);
   p.spec.require_dtype(*dtype);
   if (opts.gpus > 0) p.spec.require_world(opts.gpus);

@@ -24,6 +24,10 @@ struct Prepared {
   Placement placement;                        // which GPU each rank takes
 };
 
+/// The checks of prepare() that need neither the spec nor the GPUs: the solution file, the dtype's
+/// name, counts, the timeout and the launcher. Throws Error(invalid_argument).
+void check_eval_options(const EvalOptions& opts);
+
 /// Resolves the problem, sizes, dtype and GPU count; throws on bad input. Everything that can be
 /// checked without GPUs (problem, solution file, options, the size class and `size_classes`, a
 /// sweep's list where "all" stands for every class) is checked before the GPUs are probed.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <sstream>
 
 namespace pkb {
@@ -30,6 +31,20 @@ std::string params_text(const EvalRecord& r) {
 
 std::string timing_row(const char* label, const SideTiming& t) {
   return fmt::format("    {:<10} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f}\n", label, t.us.median, t.us.mean, t.us.p10, t.us.p90);
+}
+
+/// "36 cells: 34 ok, 1 mismatch, 1 refused" (statuses in the order they first appear).
+std::string full_text(const std::vector<FullCell>& cells) {
+  std::vector<std::pair<std::string, int>> counts;
+  for (auto& c : cells) {
+    std::string st = c.status_text();
+    auto it = std::find_if(counts.begin(), counts.end(), [&](auto& p) { return p.first == st; });
+    if (it == counts.end()) counts.emplace_back(st, 1);
+    else ++it->second;
+  }
+  std::string s = fmt::format("{} cells:", cells.size());
+  for (size_t i = 0; i < counts.size(); ++i) s += fmt::format("{} {} {}", i ? "," : "", counts[i].second, counts[i].first);
+  return s;
 }
 
 }  // namespace
@@ -64,6 +79,7 @@ std::string format_summary(const EvalRecord& r, bool color) {
     if (!r.compile_log.empty()) o += "  compiler output (last lines):\n" + last_lines(r.compile_log, 15);
     if (!r.log_tail.empty()) o += "  worker output (last lines):\n" + last_lines(r.log_tail, 12);
   }
+  if (!r.full.empty()) o += fmt::format("  {:<10} {}\n", "full", full_text(r.full));
   if (r.baseline_timing.measured || r.candidate_timing.measured) {
     const SideTiming& any = r.candidate_timing.measured ? r.candidate_timing : r.baseline_timing;
     o += fmt::format("  timing     {:>10} {:>10} {:>10} {:>10}   µs per call, slowest rank; {} calls, {} input groups\n",

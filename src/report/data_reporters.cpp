@@ -161,7 +161,7 @@ std::string describe_inputs(const ReportContext& c) {
   for (auto& f : c.inputs) files += (files.empty() ? "" : ", ") + f;
   std::string s = fmt::format("{} record{} from {}", c.records_read, c.records_read == 1 ? "" : "s", files);
   if (c.not_eval)
-    s += fmt::format("; {} record{} not from `pkb eval` (run, sweep) left out", c.not_eval, c.not_eval == 1 ? "" : "s");
+    s += fmt::format("; {} record{} not from `pkb eval` (run, sweep, full_part) left out", c.not_eval, c.not_eval == 1 ? "" : "s");
   if (!c.replaced.empty())
     s += fmt::format("; {} duplicate{} replaced (same run, problem and sample: the last record wins)", c.replaced.size(),
                      c.replaced.size() == 1 ? "" : "s");

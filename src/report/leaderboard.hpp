@@ -83,7 +83,7 @@ struct Leaderboard {
 struct PreparedRows {
   std::vector<ResultRow> rows;        // eval records, duplicates removed, in input order
   size_t read = 0;                    // records read
-  size_t not_eval = 0;                // records of other kinds (run, sweep) left out
+  size_t not_eval = 0;                // records of other kinds (run, sweep, full_part) left out
   std::vector<std::string> replaced;  // "run / problem / sample k: a.jsonl:3 replaced by b.jsonl:9"
 };
 

@@ -62,7 +62,51 @@ json to_json(const EvalRecord& r) {
   };
   if (r.failed_rank >= 0) j["failure"] = {{"rank", r.failed_rank}, {"phase", r.failed_phase}, {"log_tail", r.log_tail}};
   if (!r.compile_log.empty()) j["compile_log"] = r.compile_log;
+  if (!r.full.empty()) {
+    json cells = json::array();
+    for (auto& c : r.full) cells.push_back(to_json(c));
+    j["full"] = std::move(cells);
+  }
   return j;
+}
+
+std::string FullCell::name() const { return "W=" + std::to_string(world) + " " + dtype + " " + size; }
+
+std::string FullCell::status_text() const {
+  switch (state) {
+    case State::refused: return "refused";
+    case State::skipped: return "skipped";
+    case State::ran: break;
+  }
+  return std::string(to_string(status));
+}
+
+json to_json(const FullCell& c) {
+  return json{{"world", c.world}, {"dtype", c.dtype}, {"size", c.size}, {"status", c.status_text()}, {"message", c.message}};
+}
+
+std::optional<FullCell> full_cell_from_json(const json& j) {
+  if (!j.is_object()) return std::nullopt;
+  auto world = j.find("world"), dtype = j.find("dtype"), size = j.find("size"), status = j.find("status");
+  if (world == j.end() || !world->is_number_integer() || dtype == j.end() || !dtype->is_string() || size == j.end() ||
+      !size->is_string() || status == j.end() || !status->is_string())
+    return std::nullopt;
+  FullCell c;
+  c.world = world->get<int>();
+  c.dtype = dtype->get<std::string>();
+  c.size = size->get<std::string>();
+  std::string st = status->get<std::string>();
+  if (st == "refused") {
+    c.state = FullCell::State::refused;
+  } else if (st == "skipped") {
+    c.state = FullCell::State::skipped;
+  } else if (auto parsed = parse_status(st)) {
+    c.status = *parsed;
+  } else {
+    return std::nullopt;
+  }
+  if (auto m = j.find("message"); m != j.end() && m->is_string()) c.message = m->get<std::string>();
+  return c;
 }
 
 void EvalRecord::add_check(bool ok, std::string what, std::string message, nlohmann::json detail, Status failure_status) {

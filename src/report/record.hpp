@@ -44,8 +44,32 @@ struct SideInfo {
   bool teardown_clean = true;
 };
 
+/// One cell of `pkb eval --full` (eval/full.hpp) as its summary record lists it in `full`.
+struct FullCell {
+  enum class State {
+    ran,      // evaluated: `status` is its verdict
+    refused,  // not run: the spec's world range or a constraint, or the machine, does not allow it
+    skipped,  // not run: the solution failed to build at another cell, and would fail the same way here
+  };
+  int world = 0;
+  std::string dtype, size;
+  State state = State::ran;
+  Status status = Status::ok;  // when ran
+  std::string message;         // the cell's record message; when not run, why
+  /// "W=4 fp16 small": how progress lines and summary messages name a cell.
+  std::string name() const;
+  /// The status as records write it: the verdict's name when it ran, else "refused" or "skipped".
+  std::string status_text() const;
+};
+
+nlohmann::json to_json(const FullCell& c);
+/// A `full` entry read back; nullopt when it lacks world, dtype, size or a known status.
+std::optional<FullCell> full_cell_from_json(const nlohmann::json& j);
+
 struct EvalRecord {
-  std::string kind = "eval";  // "eval" or "run"
+  /// "eval", "run", "sweep" (one size of a sweep) or "full_part" (one cell of `pkb eval --full`;
+  /// its summary is an "eval" record with `full` set)
+  std::string kind = "eval";
   std::string timestamp;      // ISO 8601, UTC
   std::vector<std::string> argv;
 
@@ -96,6 +120,9 @@ struct EvalRecord {
   nlohmann::json graph_timing = nullptr;
   std::optional<bool> bitwise_identical;  // candidate outputs equal the baseline's bit for bit
   std::vector<std::string> warnings;
+  /// `pkb eval --full`'s summary: every cell of the matrix with its sub-verdict (written only when
+  /// not empty).
+  std::vector<FullCell> full;
 
   double wall_s = 0;
 };

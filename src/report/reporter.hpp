@@ -27,7 +27,7 @@ inline constexpr int kReportSchemaVersion = 1;
 struct ReportContext {
   std::vector<std::string> inputs;    // the results files, as given
   size_t records_read = 0;
-  size_t not_eval = 0;                // records of other kinds (run, sweep) left out
+  size_t not_eval = 0;                // records of other kinds (run, sweep, full_part) left out
   std::vector<std::string> replaced;  // duplicates: which record replaced which (last wins)
   std::vector<std::string> rejected;  // "file:line: why": lines pkb's driver did not write (record_mac.hpp)
   std::vector<std::string> skipped;   // "file:line: why": lines that are not records (left out unless --strict)

@@ -51,7 +51,7 @@ size_t count(const std::string& s, const std::string& what) {
 TEST(TerminalReporter, TablesWithTheHandWorkedNumbers) {
   std::string out = render(ReportFormat::terminal);
   expect_lines_in_order(out, {
-      R"(pkb report: 15 records from a\.jsonl; 1 record not from `pkb eval` \(run, sweep\) left out; 1 duplicate replaced .*last record wins.*)",
+      R"(pkb report: 15 records from a\.jsonl; 1 record not from `pkb eval` \(run, sweep, full_part\) left out; 1 duplicate replaced .*last record wins.*)",
       R"(  replaced: model-a / 1_allreduce / sample 0: a\.jsonl:1 replaced by a\.jsonl:2)",
       R"(Leaderboard)",
       R"(run\s+problems\s+correct\s+samples\s+pass@1\s+pass@2\s+pass@3\s+pass@5\s+fast_1@1\s+fast_1@2\s+fast_1@3\s+fast_1@5\s+fast_0\s+fast_1\s+fast_1\.5\s+fast_2\s+geomean speedup\s+median roofline %)",
@@ -88,7 +88,7 @@ TEST(TerminalReporter, SaysSoWhenThereIsNothingToReport) {
   testing::Rec dry;
   dry.kind = "run";
   std::string out = render(ReportFormat::terminal, false, {testing::row(dry)});
-  expect_lines_in_order(out, {R"(pkb report: 1 record from a\.jsonl; 1 record not from `pkb eval` \(run, sweep\) left out)",
+  expect_lines_in_order(out, {R"(pkb report: 1 record from a\.jsonl; 1 record not from `pkb eval` \(run, sweep, full_part\) left out)",
                               R"(no `pkb eval` records to report)"});
 }
 

@@ -86,6 +86,14 @@ ResultRow row_from_json(const json& j, const std::string& source) {
   r.candidate_us = number_at(object_at(timing, "candidate"), "median_us");
   r.speedup = number_at(j, "speedup");
   if (auto it = j.find("roofline"); it != j.end()) r.roofline_pct = roofline_percent(*it, r.candidate_us);
+  if (auto it = j.find("full"); it != j.end() && !it->is_null()) {
+    if (!it->is_array()) bad("`full` must be an array of cells");
+    for (size_t i = 0; i < it->size(); ++i) {
+      auto cell = full_cell_from_json((*it)[i]);
+      if (!cell) bad("full[" + std::to_string(i) + "] needs world, dtype, size and a known status");
+      r.full.push_back(std::move(*cell));
+    }
+  }
   return r;
 }
 

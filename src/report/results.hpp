@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/status.hpp"
+#include "report/record.hpp"
 
 namespace pkb {
 
@@ -17,7 +18,7 @@ struct RecordTrust;  // report/record_mac.hpp
 
 struct ResultRow {
   std::string source;  // "results.jsonl:12", for messages
-  std::string kind;    // "eval" (baseline vs candidate) or "run" (one solution alone)
+  std::string kind;    // "eval" (baseline vs candidate), "run" (one solution alone), "sweep", "full_part"
   std::string label;   // as recorded; empty in records older than the field
   std::string run;     // the run it belongs to: label, else run_label_fallback(candidate path)
   int sample = 0;
@@ -34,6 +35,7 @@ struct ResultRow {
   std::optional<double> roofline_pct;  // 100 * floor / candidate median (see roofline_percent)
   bool oversubscribed = false;         // ranks shared GPUs: a verdict, but its timings are not performance
   std::string timestamp;
+  std::vector<FullCell> full;  // a `pkb eval --full` summary's cells; empty for any other record
 };
 
 /// The run a record belongs to when it carries no label: "reference" for a problem's own
@@ -47,7 +49,7 @@ std::string run_label_fallback(const std::string& candidate_path);
 std::optional<double> roofline_percent(const nlohmann::json& roofline, std::optional<double> candidate_us);
 
 /// One record as a row. Throws Error(parse_error) naming `source` when the record lacks its
-/// problem or status, or has a status pkb does not know.
+/// problem or status, or has a status pkb does not know, or a `full` that is not an array of cells.
 ResultRow row_from_json(const nlohmann::json& j, const std::string& source);
 
 /// Every record of a JSON Lines file, in file order (blank lines skipped). Throws

@@ -1,7 +1,8 @@
 // `pkb run`, `eval` and `sweep` through the real binary: input that is wrong whatever the machine
 // (an unknown size class, dtype or world size, a count below 1, a negative tolerance, a path that
-// is not a file) is named as such before any GPU is looked for, so that the message is the same on
-// a laptop and on a GPU node, and nothing is launched. Also the CLI's exit codes for argument
+// is not a file, a `--full` request at odds with its flags or the spec) is named as such before any
+// GPU is looked for, so that the message is the same on a laptop and on a GPU node, and nothing is
+// launched. Also the CLI's exit codes for argument
 // errors, `pkb list`'s columns and the message where no GPU or driver is found.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -128,6 +129,38 @@ TEST_F(EvalCli, NoGpuSaysSoAndWhatWorksWithoutOne) {
   if (version.out.find("GPUs visible: 0") == std::string::npos || fs::exists("/proc/driver/nvidia/version")) return;
   EXPECT_EQ(version.out.find("driver version is insufficient"), std::string::npos) << version.out;
   EXPECT_NE(version.out.find("work without one"), std::string::npos) << version.out;
+}
+
+TEST_F(EvalCli, FullChecksItsFlagsAndWorldsBeforeTheGpus) {
+  std::vector<std::string> full{"eval", "1", "--solution", "reference", "--full"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = full;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  expect_rejected({"eval", "1", "--solution", "reference", "--worlds", "2,4"}, "--worlds goes with --full");
+  expect_rejected({"run", "1", "--full"}, "--full");  // eval only
+  std::vector<std::vector<std::string>> sizes{{"--size", "tiny"}, {"-M", "64"}, {"-N", "64"}, {"--set", "M=64"}};
+  for (auto& size : sizes)
+    expect_rejected(with(size), "--full runs every size class: it does not go with --size, -M, -N or --set");
+  expect_rejected(full, "--full runs every size class", {{"PKB_SIZE", "tiny"}});
+  expect_rejected(with({"--dtype", "fp16"}), "--full runs every dtype the spec allows: it does not go with --dtype");
+  expect_rejected(full, "it does not go with --dtype (or PKB_DTYPE)", {{"PKB_DTYPE", "fp32"}});
+  expect_rejected({"eval", "--solutions", "solutions/examples", "--full"}, "--full evaluates one solution: it does not go with --solutions DIR");
+  expect_rejected(with({"--worlds", "2,x"}), "--worlds 2,x: expects world sizes separated by commas, such as 2,4,8");
+  expect_rejected(with({"--worlds", "2,,4"}), "'' is not a whole number");
+  expect_rejected(with({"--worlds", "1,2"}), "--worlds 1,2: every problem needs W >= 2, not 1");
+  expect_rejected(with({"--worlds", "2,4,2"}), "2 is listed twice");
+  expect_rejected(with({"--worlds", "2,16"}), "--worlds 2,16: 1_allreduce runs on 2 to 8 GPUs, not 16");
+  expect_rejected(with({"--gpus", "3"}), "--gpus 3 (the summary's world size) is not among the world sizes --full runs (2,4,8)");
+  expect_rejected(with({"--worlds", "2,4", "--gpus", "8"}), "--gpus 8 (the summary's world size) is not among");
+  expect_rejected({"eval", "1", "--solution", "missing.cu", "--full"}, "solution file missing.cu does not exist");
+  expect_rejected(with({"--timeout", "0"}), "--timeout must be positive");
+  expect_rejected({"eval", "99999", "--solution", "reference", "--full"}, "99999");
+  // A request that is right gets as far as looking for GPUs (none here, or hidden).
+  auto r = testing::run_pkb(with({"--worlds", "2,4", "--gpus", "4", "--oversubscribe"}), dir, {{"CUDA_VISIBLE_DEVICES", ""}});
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("no GPU is visible"), std::string::npos) << r.err;
 }
 
 TEST_F(EvalCli, SweepRangesAreCheckedBeforeTheGpus) {
