@@ -9,6 +9,9 @@
 //   Experts     every expert solution passes at every size class of its problem
 //   Adversarial every solutions/adversarial/*.cu gets the verdict its header names, and leaves no
 //               process behind
+// gpu_test is a child subreaper: a worker orphaned by its driver is re-parented here, and "no
+// worker left behind" counts this process's descendants only, so two gpu_test side by side do not
+// see each other's workers.
 #include <dirent.h>
 #include <cctype>
 #include <gtest/gtest.h>
@@ -17,6 +20,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -52,6 +56,7 @@ PkbRun pkb(const std::vector<std::string>& args, const std::vector<std::pair<std
   o.argv.insert(o.argv.end(), {"--json", jsonl.string(), "--quiet"});
   o.env_set = env;
   auto r = run_command(o, std::chrono::minutes(10), 1 << 20);
+  reap_exited_children();  // orphans this process adopted (main) and that have ended since
   PkbRun res;
   res.rc = r.exit.exited ? r.exit.code : -r.exit.signal;
   res.out = r.out;
@@ -94,15 +99,17 @@ long wait_for_gpu_memory(long level, long slack_mib) {
   return now;
 }
 
-/// Processes whose executable is pkb-worker (a job left behind).
+/// This process's descendants whose executable is pkb-worker: a job left behind. main makes this
+/// process a child subreaper, so a worker whose driver died is re-parented here and still counted;
+/// the workers of another gpu_test running beside this one (a shard) are not. Reaps adopted
+/// children that have exited first (no pkb run is in flight when this is called).
 std::vector<int> leftover_workers() {
+  reap_exited_children();
   std::vector<int> out;
-  for (auto& e : fs::directory_iterator("/proc")) {
-    std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+  for (pid_t pid : descendants(getpid())) {
     std::error_code ec;
-    auto exe = fs::read_symlink(e.path() / "exe", ec);
-    if (!ec && exe.filename() == "pkb-worker") out.push_back(std::stoi(name));
+    auto exe = fs::read_symlink(fs::path("/proc") / std::to_string(pid) / "exe", ec);
+    if (!ec && exe.filename() == "pkb-worker") out.push_back(pid);
   }
   return out;
 }
@@ -413,6 +420,10 @@ TEST(Adversarial, EveryCaseGetsItsVerdictAndLeavesNothingBehind) {
 // Exit 77 (CTest's skip code) when there is nothing to test here.
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  // Orphaned descendants (a worker whose driver died) come to this process, not to init: the
+  // leftover checks see them, and only them (pkb::leftover_workers).
+  if (!pkb::become_child_subreaper())
+    std::cerr << "gpu_test: prctl(PR_SET_CHILD_SUBREAPER) failed: a worker orphaned by its driver escapes the leftover checks\n";
   int rc = RUN_ALL_TESTS();
   if (rc == 0 && pkb::visible_gpus() < 1) return 77;
   return rc;
