@@ -3,20 +3,29 @@
 // exceeds the visible GPUs runs oversubscribed (--oversubscribe: ranks share GPUs, NCCL's socket
 // transport): verdicts are checked, timings and symmetric memory are not.
 //
-//   Oracle      every problem's baseline against its CPU double-precision oracle, W = 2, 4 and 8
-//   SelfEval    every baseline as its own candidate: ok, bitwise identical, plausible speedup
-//   Sample      the one-shot all-reduce example passes and is timed
-//   Experts     every expert solution passes at every size class of its problem
-//   Adversarial every solutions/adversarial/*.cu gets the verdict its header names, and leaves no
-//               process behind
+// One test per world and problem (World/GpuProblem.<Test>/W<w>_<stem>, W = 2, 4, 8; the problems
+// are the folders discover_problems finds), so the suite runs in parts and in gtest shards
+// (GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX; tools/gpu_check.sh with GPU_TEST_SHARDS=N):
+//   BaselineMatchesItsOracle         the baseline against its CPU double-precision oracle, tiny and small
+//   BaselinePassesAsItsOwnCandidate  the baseline as its own candidate: ok, bitwise identical, plausible speedup
+//   MpiLauncherGivesTheSameVerdict   that eval through mpirun (skipped where mpirun is not installed)
+// One test per world (World/Gpu.<Test>/W<w>):
+//   ANonDefaultDtypeEndToEnd         problem 1 in fp32 against its oracle
+//   SampleOneShotAllReducePasses     the one-shot all-reduce example passes and is timed
+//   ExpertsPassAtEverySizeClass      every expert solution at every size class of its problem
+//   EmulatedNodesSplitTheLsaTeam...  two emulated hosts: the LSA team splits, everything still passes
+// And once (it must run alone: it reads the GPUs' memory):
+//   Adversarial.EveryCase...         every solutions/adversarial/*.cu gets the verdict its header
+//                                    names, and leaves no process behind
 // gpu_test is a child subreaper: a worker orphaned by its driver is re-parented here, and "no
-// worker left behind" counts this process's descendants only, so two gpu_test side by side do not
-// see each other's workers.
+// worker left behind" counts this process's descendants only, so shards side by side do not see
+// each other's workers.
 #include <dirent.h>
 #include <cctype>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -114,23 +123,34 @@ std::vector<int> leftover_workers() {
   return out;
 }
 
+/// The problem folders' stems, in id order; empty (with a message) if they cannot be read, which
+/// gtest then reports as a GpuProblem suite with no instances.
 std::vector<std::string> problem_stems() {
   std::vector<std::string> out;
-  for (auto& p : discover_problems(fs::path(PKB_TEST_SOURCE_DIR) / "problems")) out.push_back(p.stem);
+  try {
+    for (auto& p : discover_problems(fs::path(PKB_TEST_SOURCE_DIR) / "problems")) out.push_back(p.stem);
+  } catch (const std::exception& e) {
+    std::cerr << "gpu_test: cannot discover the problems: " << e.what() << "\n";
+  }
   return out;
 }
 
-class Gpu : public ::testing::TestWithParam<int> {
+constexpr int kWorlds[] = {2, 4, 8};
+
+/// A test at W ranks: skips without a GPU; gives the world flags, --oversubscribe where fewer
+/// GPUs than W are visible.
+class WorldTest : public ::testing::Test {
  protected:
+  virtual int world_size() const = 0;
   void SetUp() override {
     if (visible_gpus() < 1) GTEST_SKIP() << "needs a GPU";
   }
-  std::string W() const { return std::to_string(GetParam()); }
+  std::string W() const { return std::to_string(world_size()); }
   /// Fewer GPUs than W: the test runs W ranks on them (verdicts only).
-  bool oversubscribed() const { return GetParam() > visible_gpus(); }
+  bool oversubscribed() const { return world_size() > visible_gpus(); }
   /// "--gpus W", and --oversubscribe where the GPUs are fewer than W.
   std::vector<std::string> world() const {
-    std::vector<std::string> a{"--gpus", std::to_string(GetParam())};
+    std::vector<std::string> a{"--gpus", W()};
     if (oversubscribed()) a.push_back("--oversubscribe");
     return a;
   }
@@ -145,38 +165,87 @@ class Gpu : public ::testing::TestWithParam<int> {
   }
 };
 
-TEST_P(Gpu, BaselinesMatchTheirOracles) {
-  for (auto& stem : problem_stems()) {
-    for (const char* size : {"tiny", "small"}) {
-      auto r = pkb(with_world({"run", stem, "--size", size, "--trials", "2", "--oracle"}));
-      EXPECT_EQ(r.rc, 0) << stem << " " << size << "\n" << r.out << r.err;
-      EXPECT_EQ(r.record.value("status", ""), "ok") << stem << ": " << r.record.value("message", "");
-      expect_placement(r.record);
-    }
-  }
-  // One non-default dtype end to end.
-  auto r = pkb(with_world({"run", "1", "--size", "small", "--dtype", "fp32", "--oracle"}));
-  EXPECT_EQ(r.record.value("status", ""), "ok") << r.record.value("message", "");
+/// One world: World/Gpu.<Test>/W<w>.
+class Gpu : public WorldTest, public ::testing::WithParamInterface<int> {
+ protected:
+  int world_size() const override { return GetParam(); }
+};
+
+/// One problem at one world: World/GpuProblem.<Test>/W<w>_<stem>.
+struct ProblemAtWorld {
+  int world = 0;
+  std::string stem;
+};
+
+void PrintTo(const ProblemAtWorld& p, std::ostream* os) { *os << p.stem << " at W = " << p.world; }
+
+std::vector<ProblemAtWorld> problems_at_worlds() {
+  std::vector<ProblemAtWorld> out;
+  auto stems = problem_stems();
+  for (int w : kWorlds)
+    for (auto& stem : stems) out.push_back({w, stem});
+  return out;
 }
 
-TEST_P(Gpu, EveryBaselinePassesAsItsOwnCandidate) {
-  for (auto& stem : problem_stems()) {
-    auto r = pkb(with_world({"eval", stem, "--solution", "reference", "--size", "small", "--trials", "2", "--iters", "30",
-                             "--warmup", "20"}));
-    ASSERT_EQ(r.record.value("status", ""), "ok") << stem << ": " << r.record.value("message", "") << "\n" << r.err;
-    EXPECT_EQ(r.rc, 0);
-    EXPECT_TRUE(r.record["bitwise_identical"].get<bool>()) << stem;
+/// "W2_1_allreduce": gtest names hold letters, digits and underscores only.
+std::string param_name(const ProblemAtWorld& p) {
+  std::string name = "W" + std::to_string(p.world) + "_" + p.stem;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
+
+class GpuProblem : public WorldTest, public ::testing::WithParamInterface<ProblemAtWorld> {
+ protected:
+  int world_size() const override { return GetParam().world; }
+  const std::string& stem() const { return GetParam().stem; }
+};
+
+TEST_P(GpuProblem, BaselineMatchesItsOracle) {
+  for (const char* size : {"tiny", "small"}) {
+    auto r = pkb(with_world({"run", stem(), "--size", size, "--trials", "2", "--oracle"}));
+    EXPECT_EQ(r.rc, 0) << stem() << " " << size << "\n" << r.out << r.err;
+    EXPECT_EQ(r.record.value("status", ""), "ok") << stem() << " " << size << ": " << r.record.value("message", "");
     expect_placement(r.record);
-    if (oversubscribed()) {
-      // Ranks share a GPU: the speedup is recorded but is not a measurement, and says so.
-      EXPECT_NE(r.out.find("not a measurement"), std::string::npos) << stem;
-    } else {
-      double s = r.record["speedup"].get<double>();
-      EXPECT_GT(s, 0.5) << stem;
-      EXPECT_LT(s, 2.0) << stem;
-    }
-    EXPECT_EQ(r.record["timing"]["candidate"]["iters"], 30);
   }
+}
+
+TEST_P(GpuProblem, BaselinePassesAsItsOwnCandidate) {
+  auto r = pkb(with_world({"eval", stem(), "--solution", "reference", "--size", "small", "--trials", "2", "--iters", "30",
+                           "--warmup", "20"}));
+  ASSERT_EQ(r.record.value("status", ""), "ok") << stem() << ": " << r.record.value("message", "") << "\n" << r.err;
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_TRUE(r.record["bitwise_identical"].get<bool>());
+  expect_placement(r.record);
+  if (oversubscribed()) {
+    // Ranks share a GPU: the speedup is recorded but is not a measurement, and says so.
+    EXPECT_NE(r.out.find("not a measurement"), std::string::npos);
+  } else {
+    double s = r.record["speedup"].get<double>();
+    EXPECT_GT(s, 0.5);
+    EXPECT_LT(s, 2.0);
+  }
+  EXPECT_EQ(r.record["timing"]["candidate"]["iters"], 30);
+}
+
+// The same evaluation through mpirun (workers join the driver over TCP): the same verdict, bitwise
+// the same outputs as the baseline. Skipped where OpenMPI's mpirun is not installed.
+TEST_P(GpuProblem, MpiLauncherGivesTheSameVerdict) {
+  if (!find_program("mpirun")) GTEST_SKIP() << "mpirun not installed";
+  auto r = pkb(with_world({"eval", stem(), "--solution", "reference", "--launcher", "mpi", "--size", "small", "--trials", "2",
+                           "--iters", "20", "--warmup", "10"}));
+  EXPECT_EQ(r.record.value("status", ""), "ok") << stem() << ": " << r.record.value("message", "") << "\n" << r.err;
+  EXPECT_TRUE(r.record["bitwise_identical"].is_boolean() && r.record["bitwise_identical"].get<bool>());
+  EXPECT_TRUE(leftover_workers().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(World, GpuProblem, ::testing::ValuesIn(problems_at_worlds()),
+                         [](const auto& info) { return param_name(info.param); });
+
+// One non-default dtype end to end.
+TEST_P(Gpu, ANonDefaultDtypeEndToEnd) {
+  auto r = pkb(with_world({"run", "1", "--size", "small", "--dtype", "fp32", "--oracle"}));
+  EXPECT_EQ(r.record.value("status", ""), "ok") << r.record.value("message", "");
 }
 
 TEST_P(Gpu, SampleOneShotAllReducePasses) {
@@ -217,19 +286,6 @@ TEST_P(Gpu, ExpertsPassAtEverySizeClass) {
   }
 }
 
-// The same evaluations through mpirun (workers join the driver over TCP): same verdicts, bitwise
-// the same outputs as the baseline. Skipped where OpenMPI's mpirun is not installed.
-TEST_P(Gpu, MpiLauncherGivesTheSameVerdicts) {
-  if (!find_program("mpirun")) GTEST_SKIP() << "mpirun not installed";
-  for (auto& stem : problem_stems()) {
-    auto r = pkb(with_world({"eval", stem, "--solution", "reference", "--launcher", "mpi", "--size", "small", "--trials", "2",
-                             "--iters", "20", "--warmup", "10"}));
-    EXPECT_EQ(r.record.value("status", ""), "ok") << stem << ": " << r.record.value("message", "") << "\n" << r.err;
-    EXPECT_TRUE(r.record["bitwise_identical"].is_boolean() && r.record["bitwise_identical"].get<bool>()) << stem;
-  }
-  EXPECT_TRUE(leftover_workers().empty());
-}
-
 // Two emulated hosts (PKB_EMULATE_NODES: one NCCL host id per group of ranks): the LSA team splits,
 // peers across the split are not load/store reachable, and every baseline and expert must still pass
 // (experts fall back to NCCL for such peers).
@@ -268,7 +324,7 @@ extern "C" int pkb_finalize(pkb_context*) { return 0; }
   EXPECT_TRUE(leftover_workers().empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(World, Gpu, ::testing::Values(2, 4, 8), [](const auto& info) { return "W" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(World, Gpu, ::testing::ValuesIn(kWorlds), [](const auto& info) { return "W" + std::to_string(info.param); });
 
 struct Case {
   fs::path file;
