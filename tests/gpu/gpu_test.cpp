@@ -425,7 +425,9 @@ TEST(Adversarial, EveryCaseGetsItsVerdictAndLeavesNothingBehind) {
     std::string got = r.record.value("status", "(no record)");
     const std::string& expect = shared && !c.expect_shared.empty() ? c.expect_shared : c.expect;
     EXPECT_EQ(got, expect) << c.file.filename() << ": " << r.record.value("message", "") << "\n" << r.err;
-    if (expect != "ok") EXPECT_NE(r.rc, 0) << c.file.filename();
+    if (expect != "ok") {
+      EXPECT_NE(r.rc, 0) << c.file.filename();
+    }
     for (const std::string* w : {&c.warning, shared ? &c.warning_shared : nullptr}) {
       if (!w || w->empty()) continue;
       bool found = false;
@@ -433,8 +435,9 @@ TEST(Adversarial, EveryCaseGetsItsVerdictAndLeavesNothingBehind) {
       EXPECT_TRUE(found) << c.file.filename() << ": no warning mentions \"" << *w << "\"; warnings: "
                          << r.record.value("warnings", json::array()).dump();
     }
-    if (c.max_speedup > 0 && !shared && r.record["speedup"].is_number())
+    if (c.max_speedup > 0 && !shared && r.record["speedup"].is_number()) {
       EXPECT_LT(r.record["speedup"].get<double>(), c.max_speedup) << c.file.filename() << ": implausible speedup";
+    }
     EXPECT_LT(r.seconds, 120) << c.file.filename();
     EXPECT_TRUE(leftover_workers().empty()) << c.file.filename() << " left pkb-worker processes behind";
     if (memory_level >= 0) {
