@@ -6,11 +6,16 @@
 #                      [problems] [experts] [gemmfloor] [conformance] [onegpu]
 #   onegpu (the one-GPU profile; not a default stage): every problem's oracle at W = 2, 4, 8 with
 #   --oversubscribe (tools/oversubscribed_matrix.sh; ONEGPU_SIZES, default "tiny default"), an
-#   oversubscribed eval, and the GPU and agent tests (whose worlds oversubscribe by themselves)
+#   oversubscribed eval; with `gputest agent` also the GPU and agent tests (whose worlds oversubscribe
+#   by themselves; GPU_TEST_SHARDS below runs them in parts side by side)
 #   conformance (not a default stage): tools/conformance_all.sh --time against the PKB checkout in
 #   .pkb/ (docs/conformance.md); CONF_GPUS (default 2), CONF_SIZE, CONF_ARGS pass on to it;
 #   CONF_TIME=0 leaves --time out (needed with CONF_ARGS=--oversubscribe)
 #   GPU_TEST_FILTER=...  passes --gtest_filter to the GPU tests
+#   GPU_TEST_SHARDS=N  the GPU tests' World/* tests (one per world and problem, or per world) run in N
+#   gtest shards at once (GTEST_TOTAL_SHARDS/GTEST_SHARD_INDEX; logs gpu_test_shard_<i>.log, one summary
+#   line each), then the rest (the adversarial suite, which must run alone) in one process
+#   (gpu_test_rest.log); GPU_TEST_FILTER narrows both parts. Unset: one process, as before
 #   PROBLEMS="12 13"  SIZES="tiny default"  WORLDS="2"  what the problems/experts stages cover
 #   (problems: oracle run and baseline-as-candidate eval per size; experts: eval of each
 #   solutions/expert/<id>_*.cu per size)
@@ -67,7 +72,71 @@ if has calibrate; then
   $PKB calibrate --out "$OUT/calibration.json" >"$LOGS/calibrate.log" 2>&1
   echo "calibrate: rc=$?" >>"$SUMMARY"
 fi
-if has gputest; then
+# "N ran in S s: P passed, K skipped, F failed" from a gtest log (gtest's closing lines).
+gtest_counts() {
+  local ran ms passed skipped failed
+  ran=$(sed -nE 's/^\[==========\] ([0-9]+) tests? from .* ran\. \(([0-9]+) ms total\)/\1 \2/p' "$1" | tail -1)
+  ms=${ran#* }; ran=${ran%% *}
+  passed=$(sed -nE 's/^\[  PASSED  \] ([0-9]+) tests?\./\1/p' "$1" | tail -1)
+  skipped=$(sed -nE 's/^\[  SKIPPED \] ([0-9]+) tests?, listed below:/\1/p' "$1" | tail -1)
+  failed=$(sed -nE 's/^\[  FAILED  \] ([0-9]+) tests?, listed below:/\1/p' "$1" | tail -1)
+  [ -z "$ran" ] && { echo "did not finish: $(tail -1 "$1")"; return; }
+  echo "$ran ran in $(( ${ms:-0} / 1000 )) s: ${passed:-0} passed, ${skipped:-0} skipped, ${failed:-0} failed"
+}
+# How many tests a --gtest_filter selects.
+gtest_selected() { build/bin/gpu_test --gtest_list_tests --gtest_filter="$1" | grep -c '^  '; }
+# GPU_TEST_SHARDS=N: the World/* tests in N shards side by side, then every other test in one process.
+gpu_tests_sharded() {
+  local n=$GPU_TEST_SHARDS filter=${GPU_TEST_FILTER:-*} pos neg others world_filter rest_filter selected i rc
+  local -a pids=()
+  if ! [[ $n =~ ^[1-9][0-9]*$ ]]; then
+    echo "gpu tests: GPU_TEST_SHARDS=$n is not a positive number" >>"$SUMMARY"
+    failed gputest
+    return
+  fi
+  # Each part adds its own negative patterns to the filter's (POSITIVE[-NEGATIVE], gtest's syntax).
+  pos=${filter%%-*}
+  neg=""
+  [[ $filter == *-* ]] && neg=${filter#*-}
+  # The suites outside World/ ("Adversarial."), as patterns the sharded part leaves out.
+  others=$(build/bin/gpu_test --gtest_list_tests | grep -E '^[^ ]' | grep -v '^World/' | sed 's/$/*/' | paste -sd:)
+  others=$neg${neg:+${others:+:}}$others
+  world_filter="${pos:-*}${others:+-$others}"
+  rest_filter="${pos:-*}-${neg:+$neg:}World/*"
+  selected=$(gtest_selected "$world_filter")
+  stamp "gpu tests: $selected World tests in $n shards at once (filter $world_filter)"
+  [ "$selected" = 0 ] && n=0 && echo "gpu tests, World: none selected (filter $world_filter)" >>"$SUMMARY"
+  trap 'kill "${pids[@]}" 2>/dev/null; exit 130' INT TERM
+  for ((i = 0; i < n; i++)); do
+    GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$i build/bin/gpu_test --gtest_filter="$world_filter" \
+      >"$LOGS/gpu_test_shard_$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for ((i = 0; i < n; i++)); do
+    wait "${pids[$i]}"
+    rc=$?; [ $rc = 0 ] || failed "gputest-shard-$i"
+    echo "gpu tests shard $i/$n: rc=$rc ($(gtest_counts "$LOGS/gpu_test_shard_$i.log"))" >>"$SUMMARY"
+  done
+  trap - INT TERM
+  for ((i = 0; i < n; i++)); do
+    grep -E '^\[  FAILED  \] .* \([0-9]+ ms\)$' "$LOGS/gpu_test_shard_$i.log" >>"$SUMMARY"
+    grep -E 'Failure$' -A4 "$LOGS/gpu_test_shard_$i.log" | head -20 >>"$SUMMARY"
+  done
+  if [ "$(gtest_selected "$rest_filter")" = 0 ]; then
+    echo "gpu tests, the rest: none selected (filter $rest_filter)" >>"$SUMMARY"
+    return
+  fi
+  stamp "gpu tests: the rest, alone (filter $rest_filter)"
+  build/bin/gpu_test --gtest_filter="$rest_filter" >"$LOGS/gpu_test_rest.log" 2>&1
+  rc=$?; [ $rc = 0 ] || failed gputest-rest
+  echo "gpu tests, the rest: rc=$rc ($(gtest_counts "$LOGS/gpu_test_rest.log"))" >>"$SUMMARY"
+  grep -E '^\[       OK \]|^\[  FAILED  \] .* \([0-9]+ ms\)$' "$LOGS/gpu_test_rest.log" >>"$SUMMARY"
+  grep -E 'Failure$' -A4 "$LOGS/gpu_test_rest.log" | head -40 >>"$SUMMARY"
+  grep -E '^  [a-z_0-9]+\.cu -> |containment' "$LOGS/gpu_test_rest.log" >>"$SUMMARY"
+}
+if has gputest && [ -n "${GPU_TEST_SHARDS:-}" ]; then
+  gpu_tests_sharded
+elif has gputest; then
   stamp "gpu tests ${GPU_TEST_FILTER:-}"
   build/bin/gpu_test ${GPU_TEST_FILTER:+"--gtest_filter=$GPU_TEST_FILTER"} >"$LOGS/gpu_test.log" 2>&1  # quoted: nullglob
   rc=$?; [ $rc = 0 ] || failed gputest

@@ -9,9 +9,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <thread>
+#include <unordered_map>
 
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
@@ -216,6 +220,50 @@ std::vector<pid_t> processes_in_group(pid_t pgid) {
     if (getpgid(pid) == pgid) out.push_back(pid);
   }
   return out;
+}
+
+std::vector<pid_t> descendants(pid_t root) {
+  // One pass over /proc gives every live process's parent; then a walk down from root.
+  std::unordered_map<pid_t, std::vector<pid_t>> children;
+  std::error_code ec;
+  for (auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string line;
+    if (!std::getline(in, line)) continue;  // gone since the listing
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so parse after the last ')'.
+    auto paren = line.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream rest(line.substr(paren + 1));
+    char state = 0;
+    pid_t ppid = 0;
+    if (!(rest >> state >> ppid) || state == 'Z' || state == 'X') continue;
+    children[ppid].push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  std::vector<pid_t> out;
+  std::vector<pid_t> todo{root};
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    auto it = children.find(p);
+    if (it == children.end()) continue;
+    for (pid_t c : it->second) {
+      out.push_back(c);
+      todo.push_back(c);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool become_child_subreaper() { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0; }
+
+int reap_exited_children() {
+  int n = 0;
+  int status = 0;
+  while (waitpid(-1, &status, WNOHANG) > 0) ++n;
+  return n;
 }
 
 CommandResult run_command(const SpawnOptions& in, std::chrono::milliseconds timeout, size_t max_output) {

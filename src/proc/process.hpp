@@ -74,6 +74,21 @@ void kill_group(pid_t pgid, int sig = 9);
 /// Processes currently in process group `pgid` (read from /proc).
 std::vector<pid_t> processes_in_group(pid_t pgid);
 
+/// Every live descendant of `root`: its children, their children and so on, read from the parent
+/// pids in /proc/<pid>/stat. Leaves out `root` itself and zombies (exited, not yet reaped). A
+/// snapshot: a process that forks or exits while /proc is being read may be missed.
+std::vector<pid_t> descendants(pid_t root);
+
+/// Makes this process a child subreaper (prctl PR_SET_CHILD_SUBREAPER): a descendant whose parent
+/// dies is re-parented to this process, not to init, so it stays among descendants(getpid()). The
+/// adopted processes are this process's children, to be reaped (reap_exited_children). False if
+/// the kernel refused.
+bool become_child_subreaper();
+
+/// Reaps every child that has already exited (waitpid(-1, WNOHANG)); returns how many. Only where
+/// no other wait is pending: it would take the status a waiting caller is about to read.
+int reap_exited_children();
+
 struct CommandResult {
   ExitInfo exit;
   bool timed_out = false;

@@ -3,20 +3,33 @@
 // exceeds the visible GPUs runs oversubscribed (--oversubscribe: ranks share GPUs, NCCL's socket
 // transport): verdicts are checked, timings and symmetric memory are not.
 //
-//   Oracle      every problem's baseline against its CPU double-precision oracle, W = 2, 4 and 8
-//   SelfEval    every baseline as its own candidate: ok, bitwise identical, plausible speedup
-//   Sample      the one-shot all-reduce example passes and is timed
-//   Experts     every expert solution passes at every size class of its problem
-//   Adversarial every solutions/adversarial/*.cu gets the verdict its header names, and leaves no
-//               process behind
+// One test per world and problem (World/GpuProblem.<Test>/W<w>_<stem>, W = 2, 4, 8; the problems
+// are the folders discover_problems finds), so the suite runs in parts and in gtest shards
+// (GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX; tools/gpu_check.sh with GPU_TEST_SHARDS=N):
+//   BaselineMatchesItsOracle         the baseline against its CPU double-precision oracle, tiny and small
+//   BaselinePassesAsItsOwnCandidate  the baseline as its own candidate: ok, bitwise identical, plausible speedup
+//   MpiLauncherGivesTheSameVerdict   that eval through mpirun (skipped where mpirun is not installed)
+// One test per world (World/Gpu.<Test>/W<w>):
+//   ANonDefaultDtypeEndToEnd         problem 1 in fp32 against its oracle
+//   SampleOneShotAllReducePasses     the one-shot all-reduce example passes and is timed
+//   ExpertsPassAtEverySizeClass      every expert solution at every size class of its problem
+//   EmulatedNodesSplitTheLsaTeam...  two emulated hosts: the LSA team splits, everything still passes
+// And once (it must run alone: it reads the GPUs' memory):
+//   Adversarial.EveryCase...         every solutions/adversarial/*.cu gets the verdict its header
+//                                    names, and leaves no process behind
+// gpu_test is a child subreaper: a worker orphaned by its driver is re-parented here, and "no
+// worker left behind" counts this process's descendants only, so shards side by side do not see
+// each other's workers.
 #include <dirent.h>
 #include <cctype>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -52,6 +65,7 @@ PkbRun pkb(const std::vector<std::string>& args, const std::vector<std::pair<std
   o.argv.insert(o.argv.end(), {"--json", jsonl.string(), "--quiet"});
   o.env_set = env;
   auto r = run_command(o, std::chrono::minutes(10), 1 << 20);
+  reap_exited_children();  // orphans this process adopted (main) and that have ended since
   PkbRun res;
   res.rc = r.exit.exited ? r.exit.code : -r.exit.signal;
   res.out = r.out;
@@ -94,36 +108,49 @@ long wait_for_gpu_memory(long level, long slack_mib) {
   return now;
 }
 
-/// Processes whose executable is pkb-worker (a job left behind).
+/// This process's descendants whose executable is pkb-worker: a job left behind. main makes this
+/// process a child subreaper, so a worker whose driver died is re-parented here and still counted;
+/// the workers of another gpu_test running beside this one (a shard) are not. Reaps adopted
+/// children that have exited first (no pkb run is in flight when this is called).
 std::vector<int> leftover_workers() {
+  reap_exited_children();
   std::vector<int> out;
-  for (auto& e : fs::directory_iterator("/proc")) {
-    std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+  for (pid_t pid : descendants(getpid())) {
     std::error_code ec;
-    auto exe = fs::read_symlink(e.path() / "exe", ec);
-    if (!ec && exe.filename() == "pkb-worker") out.push_back(std::stoi(name));
+    auto exe = fs::read_symlink(fs::path("/proc") / std::to_string(pid) / "exe", ec);
+    if (!ec && exe.filename() == "pkb-worker") out.push_back(pid);
   }
   return out;
 }
 
+/// The problem folders' stems, in id order; empty (with a message) if they cannot be read, which
+/// gtest then reports as a GpuProblem suite with no instances.
 std::vector<std::string> problem_stems() {
   std::vector<std::string> out;
-  for (auto& p : discover_problems(fs::path(PKB_TEST_SOURCE_DIR) / "problems")) out.push_back(p.stem);
+  try {
+    for (auto& p : discover_problems(fs::path(PKB_TEST_SOURCE_DIR) / "problems")) out.push_back(p.stem);
+  } catch (const std::exception& e) {
+    std::cerr << "gpu_test: cannot discover the problems: " << e.what() << "\n";
+  }
   return out;
 }
 
-class Gpu : public ::testing::TestWithParam<int> {
+constexpr int kWorlds[] = {2, 4, 8};
+
+/// A test at W ranks: skips without a GPU; gives the world flags, --oversubscribe where fewer
+/// GPUs than W are visible.
+class WorldTest : public ::testing::Test {
  protected:
+  virtual int world_size() const = 0;
   void SetUp() override {
     if (visible_gpus() < 1) GTEST_SKIP() << "needs a GPU";
   }
-  std::string W() const { return std::to_string(GetParam()); }
+  std::string W() const { return std::to_string(world_size()); }
   /// Fewer GPUs than W: the test runs W ranks on them (verdicts only).
-  bool oversubscribed() const { return GetParam() > visible_gpus(); }
+  bool oversubscribed() const { return world_size() > visible_gpus(); }
   /// "--gpus W", and --oversubscribe where the GPUs are fewer than W.
   std::vector<std::string> world() const {
-    std::vector<std::string> a{"--gpus", std::to_string(GetParam())};
+    std::vector<std::string> a{"--gpus", W()};
     if (oversubscribed()) a.push_back("--oversubscribe");
     return a;
   }
@@ -138,38 +165,87 @@ class Gpu : public ::testing::TestWithParam<int> {
   }
 };
 
-TEST_P(Gpu, BaselinesMatchTheirOracles) {
-  for (auto& stem : problem_stems()) {
-    for (const char* size : {"tiny", "small"}) {
-      auto r = pkb(with_world({"run", stem, "--size", size, "--trials", "2", "--oracle"}));
-      EXPECT_EQ(r.rc, 0) << stem << " " << size << "\n" << r.out << r.err;
-      EXPECT_EQ(r.record.value("status", ""), "ok") << stem << ": " << r.record.value("message", "");
-      expect_placement(r.record);
-    }
-  }
-  // One non-default dtype end to end.
-  auto r = pkb(with_world({"run", "1", "--size", "small", "--dtype", "fp32", "--oracle"}));
-  EXPECT_EQ(r.record.value("status", ""), "ok") << r.record.value("message", "");
+/// One world: World/Gpu.<Test>/W<w>.
+class Gpu : public WorldTest, public ::testing::WithParamInterface<int> {
+ protected:
+  int world_size() const override { return GetParam(); }
+};
+
+/// One problem at one world: World/GpuProblem.<Test>/W<w>_<stem>.
+struct ProblemAtWorld {
+  int world = 0;
+  std::string stem;
+};
+
+void PrintTo(const ProblemAtWorld& p, std::ostream* os) { *os << p.stem << " at W = " << p.world; }
+
+std::vector<ProblemAtWorld> problems_at_worlds() {
+  std::vector<ProblemAtWorld> out;
+  auto stems = problem_stems();
+  for (int w : kWorlds)
+    for (auto& stem : stems) out.push_back({w, stem});
+  return out;
 }
 
-TEST_P(Gpu, EveryBaselinePassesAsItsOwnCandidate) {
-  for (auto& stem : problem_stems()) {
-    auto r = pkb(with_world({"eval", stem, "--solution", "reference", "--size", "small", "--trials", "2", "--iters", "30",
-                             "--warmup", "20"}));
-    ASSERT_EQ(r.record.value("status", ""), "ok") << stem << ": " << r.record.value("message", "") << "\n" << r.err;
-    EXPECT_EQ(r.rc, 0);
-    EXPECT_TRUE(r.record["bitwise_identical"].get<bool>()) << stem;
+/// "W2_1_allreduce": gtest names hold letters, digits and underscores only.
+std::string param_name(const ProblemAtWorld& p) {
+  std::string name = "W" + std::to_string(p.world) + "_" + p.stem;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
+
+class GpuProblem : public WorldTest, public ::testing::WithParamInterface<ProblemAtWorld> {
+ protected:
+  int world_size() const override { return GetParam().world; }
+  const std::string& stem() const { return GetParam().stem; }
+};
+
+TEST_P(GpuProblem, BaselineMatchesItsOracle) {
+  for (const char* size : {"tiny", "small"}) {
+    auto r = pkb(with_world({"run", stem(), "--size", size, "--trials", "2", "--oracle"}));
+    EXPECT_EQ(r.rc, 0) << stem() << " " << size << "\n" << r.out << r.err;
+    EXPECT_EQ(r.record.value("status", ""), "ok") << stem() << " " << size << ": " << r.record.value("message", "");
     expect_placement(r.record);
-    if (oversubscribed()) {
-      // Ranks share a GPU: the speedup is recorded but is not a measurement, and says so.
-      EXPECT_NE(r.out.find("not a measurement"), std::string::npos) << stem;
-    } else {
-      double s = r.record["speedup"].get<double>();
-      EXPECT_GT(s, 0.5) << stem;
-      EXPECT_LT(s, 2.0) << stem;
-    }
-    EXPECT_EQ(r.record["timing"]["candidate"]["iters"], 30);
   }
+}
+
+TEST_P(GpuProblem, BaselinePassesAsItsOwnCandidate) {
+  auto r = pkb(with_world({"eval", stem(), "--solution", "reference", "--size", "small", "--trials", "2", "--iters", "30",
+                           "--warmup", "20"}));
+  ASSERT_EQ(r.record.value("status", ""), "ok") << stem() << ": " << r.record.value("message", "") << "\n" << r.err;
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_TRUE(r.record["bitwise_identical"].get<bool>());
+  expect_placement(r.record);
+  if (oversubscribed()) {
+    // Ranks share a GPU: the speedup is recorded but is not a measurement, and says so.
+    EXPECT_NE(r.out.find("not a measurement"), std::string::npos);
+  } else {
+    double s = r.record["speedup"].get<double>();
+    EXPECT_GT(s, 0.5);
+    EXPECT_LT(s, 2.0);
+  }
+  EXPECT_EQ(r.record["timing"]["candidate"]["iters"], 30);
+}
+
+// The same evaluation through mpirun (workers join the driver over TCP): the same verdict, bitwise
+// the same outputs as the baseline. Skipped where OpenMPI's mpirun is not installed.
+TEST_P(GpuProblem, MpiLauncherGivesTheSameVerdict) {
+  if (!find_program("mpirun")) GTEST_SKIP() << "mpirun not installed";
+  auto r = pkb(with_world({"eval", stem(), "--solution", "reference", "--launcher", "mpi", "--size", "small", "--trials", "2",
+                           "--iters", "20", "--warmup", "10"}));
+  EXPECT_EQ(r.record.value("status", ""), "ok") << stem() << ": " << r.record.value("message", "") << "\n" << r.err;
+  EXPECT_TRUE(r.record["bitwise_identical"].is_boolean() && r.record["bitwise_identical"].get<bool>());
+  EXPECT_TRUE(leftover_workers().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(World, GpuProblem, ::testing::ValuesIn(problems_at_worlds()),
+                         [](const auto& info) { return param_name(info.param); });
+
+// One non-default dtype end to end.
+TEST_P(Gpu, ANonDefaultDtypeEndToEnd) {
+  auto r = pkb(with_world({"run", "1", "--size", "small", "--dtype", "fp32", "--oracle"}));
+  EXPECT_EQ(r.record.value("status", ""), "ok") << r.record.value("message", "");
 }
 
 TEST_P(Gpu, SampleOneShotAllReducePasses) {
@@ -210,19 +286,6 @@ TEST_P(Gpu, ExpertsPassAtEverySizeClass) {
   }
 }
 
-// The same evaluations through mpirun (workers join the driver over TCP): same verdicts, bitwise
-// the same outputs as the baseline. Skipped where OpenMPI's mpirun is not installed.
-TEST_P(Gpu, MpiLauncherGivesTheSameVerdicts) {
-  if (!find_program("mpirun")) GTEST_SKIP() << "mpirun not installed";
-  for (auto& stem : problem_stems()) {
-    auto r = pkb(with_world({"eval", stem, "--solution", "reference", "--launcher", "mpi", "--size", "small", "--trials", "2",
-                             "--iters", "20", "--warmup", "10"}));
-    EXPECT_EQ(r.record.value("status", ""), "ok") << stem << ": " << r.record.value("message", "") << "\n" << r.err;
-    EXPECT_TRUE(r.record["bitwise_identical"].is_boolean() && r.record["bitwise_identical"].get<bool>()) << stem;
-  }
-  EXPECT_TRUE(leftover_workers().empty());
-}
-
 // Two emulated hosts (PKB_EMULATE_NODES: one NCCL host id per group of ranks): the LSA team splits,
 // peers across the split are not load/store reachable, and every baseline and expert must still pass
 // (experts fall back to NCCL for such peers).
@@ -261,7 +324,7 @@ extern "C" int pkb_finalize(pkb_context*) { return 0; }
   EXPECT_TRUE(leftover_workers().empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(World, Gpu, ::testing::Values(2, 4, 8), [](const auto& info) { return "W" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(World, Gpu, ::testing::ValuesIn(kWorlds), [](const auto& info) { return "W" + std::to_string(info.param); });
 
 struct Case {
   fs::path file;
@@ -362,7 +425,9 @@ TEST(Adversarial, EveryCaseGetsItsVerdictAndLeavesNothingBehind) {
     std::string got = r.record.value("status", "(no record)");
     const std::string& expect = shared && !c.expect_shared.empty() ? c.expect_shared : c.expect;
     EXPECT_EQ(got, expect) << c.file.filename() << ": " << r.record.value("message", "") << "\n" << r.err;
-    if (expect != "ok") EXPECT_NE(r.rc, 0) << c.file.filename();
+    if (expect != "ok") {
+      EXPECT_NE(r.rc, 0) << c.file.filename();
+    }
     for (const std::string* w : {&c.warning, shared ? &c.warning_shared : nullptr}) {
       if (!w || w->empty()) continue;
       bool found = false;
@@ -370,8 +435,9 @@ TEST(Adversarial, EveryCaseGetsItsVerdictAndLeavesNothingBehind) {
       EXPECT_TRUE(found) << c.file.filename() << ": no warning mentions \"" << *w << "\"; warnings: "
                          << r.record.value("warnings", json::array()).dump();
     }
-    if (c.max_speedup > 0 && !shared && r.record["speedup"].is_number())
+    if (c.max_speedup > 0 && !shared && r.record["speedup"].is_number()) {
       EXPECT_LT(r.record["speedup"].get<double>(), c.max_speedup) << c.file.filename() << ": implausible speedup";
+    }
     EXPECT_LT(r.seconds, 120) << c.file.filename();
     EXPECT_TRUE(leftover_workers().empty()) << c.file.filename() << " left pkb-worker processes behind";
     if (memory_level >= 0) {
@@ -413,6 +479,10 @@ TEST(Adversarial, EveryCaseGetsItsVerdictAndLeavesNothingBehind) {
 // Exit 77 (CTest's skip code) when there is nothing to test here.
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  // Orphaned descendants (a worker whose driver died) come to this process, not to init: the
+  // leftover checks see them, and only them (pkb::leftover_workers).
+  if (!pkb::become_child_subreaper())
+    std::cerr << "gpu_test: prctl(PR_SET_CHILD_SUBREAPER) failed: a worker orphaned by its driver escapes the leftover checks\n";
   int rc = RUN_ALL_TESTS();
   if (rc == 0 && pkb::visible_gpus() < 1) return 77;
   return rc;
