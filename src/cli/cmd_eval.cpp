@@ -74,7 +74,7 @@ void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
     sub.add_option("--worlds", f.worlds, "With --full: the world sizes, e.g. 2,4 (default 2,4,8 where the spec and the GPUs allow)");
   }
   if (!is_eval) sub.add_flag("--perf", f.perf, "Also time the solution");
-  sub.add_option("--timeout", f.opts.timeout_s, "Deadline in seconds per phase (each trial; the timed phase gets 5x)")
+  sub.add_option("--timeout", f.opts.timeout_s, "Deadline in seconds per phase (each trial; setup and pkb_init get at least 60, finalize 30; the timed phase gets 5x)")
       ->envname("PKB_TIMEOUT");
   sub.add_option("--json", f.opts.json_out, "Append the record as one JSON line to this file")->envname("PKB_JSON");
   sub.add_option("--dump", f.opts.dump_dir, "Write inputs and outputs per trial and rank as safetensors under this directory");

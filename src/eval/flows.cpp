@@ -267,6 +267,7 @@ JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<Worke
   cfg.launch.log_dir = tmpl;
   if (sandbox_wanted() && opts.launcher == "local" && geteuid() == 0) sandbox_job(cfg, tmpl);
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<long long>(s * 1000)); };
+  cfg.deadlines.setup = ms(std::max(opts.timeout_s, 60.0));  // a longer --timeout covers slow starts (compute-sanitizer)
   cfg.deadlines.trial = ms(opts.timeout_s);
   cfg.deadlines.init = ms(std::max(opts.timeout_s, 60.0));
   cfg.deadlines.timing = ms(opts.timeout_s * 5 * (gate ? 2 : 1));  // interleaved: the other job's turns too

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/cuda_check.hpp"
+#include "core/hex.hpp"
 #include "worker/kernels.cuh"
 #include "worker/runtime.hpp"
 
@@ -12,9 +13,9 @@ namespace {
 
 ncclUniqueId decode_id(const std::string& hex) {
   ncclUniqueId id;
-  if (hex.size() != 2 * sizeof(id.internal)) fail(Errc::protocol_error, "plan: malformed NCCL id");
-  for (size_t i = 0; i < sizeof(id.internal); ++i)
-    id.internal[i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  std::string bytes = from_hex(hex);
+  if (bytes.size() != sizeof(id.internal)) fail(Errc::protocol_error, "plan: malformed NCCL id");
+  std::memcpy(id.internal, bytes.data(), sizeof(id.internal));
   return id;
 }
 

@@ -54,8 +54,6 @@ struct TimedChecks {
   }
 };
 
-uint64_t seed_of(const json& j) { return j.get<uint64_t>(); }
-
 }  // namespace
 
 void Session::regenerate(TensorSet& set, uint64_t seed, uint64_t stream, CheckSlot* digest_slots) {
@@ -123,7 +121,7 @@ void Session::run_timing() {
   CUDA_CHECK(cudaStreamSynchronize(s));
   auto host_start = std::chrono::steady_clock::now();
   for (int t = 0; t < tp.iters; ++t) {
-    uint64_t seed = seed_of(grant.at("next_seed"));
+    uint64_t seed = grant.at("next_seed").get<uint64_t>();
     TensorSet& in = ins_[t % 2];
     regenerate(in, seed, kTimedStream + static_cast<uint64_t>(t), in_gen + t * n_in);
     CUDA_CHECK(cudaMemsetAsync(flush.get(), t & 0xff, flush.bytes(), s));
@@ -162,7 +160,7 @@ void Session::run_timing() {
     // The driver answers each rank as it commits: wait until every rank has finished this call,
     // then fingerprint again and read the values at the positions revealed only now.
     runner_->call({{"op", "barrier"}});
-    uint64_t skey = seed_of(grant.at("sample_key"));
+    uint64_t skey = grant.at("sample_key").get<uint64_t>();
     for (size_t o = 0; o < n_out; ++o) {
       const TensorDesc& d = step_->outputs[o];
       size_t esz = dtype_size(d.dtype);
