@@ -57,6 +57,7 @@ struct CompareFlags {
   std::string a, b;
   bool inspect = false, strict = false;
   double atol = 1e-2, rtol = 1e-2;
+  GivenTolerance given{false, false};  // which of --atol and --rtol the command line set
   int values = 8;
 };
 
@@ -81,7 +82,7 @@ int run_compare(const CompareFlags& f) {
     return 0;
   }
   if (f.inspect) std::cout << "A:\n" << format_inspection(f.a, f.values) << "B:\n" << format_inspection(f.b, f.values);
-  ArtifactComparison c = compare_artifact_dirs(f.a, f.b, {f.atol, f.rtol});
+  ArtifactComparison c = compare_artifact_dirs(f.a, f.b, {f.atol, f.rtol}, f.given);
   std::cout << format_artifact_comparison(c);
   return c.all_agree() ? 0 : 1;
 }
@@ -110,11 +111,17 @@ Command compare_command() {
             sub.add_option("a", f->a, "Artifact directory (A: the expected side) or results file")->required();
             sub.add_option("b", f->b, "Artifact directory (B: the side checked) or results file");
             sub.add_flag("--inspect", f->inspect, "Print shapes, dtypes and sample values (one path is enough)");
-            sub.add_option("--atol", f->atol, "Absolute tolerance: |b - a| <= atol + rtol * |a|")->check(at_least(0));
-            sub.add_option("--rtol", f->rtol, "Relative tolerance")->check(at_least(0));
+            auto* atol = sub.add_option("--atol", f->atol,
+                                        "Absolute tolerance: |b - a| <= atol + rtol * |a| (default 1e-2); given, it replaces "
+                                        "the atol A's dump states per output (exact outputs stay exact)")
+                             ->check(at_least(0));
+            auto* rtol = sub.add_option("--rtol", f->rtol, "Relative tolerance (default 1e-2; as --atol)")->check(at_least(0));
             sub.add_option("--values", f->values, "With --inspect: how many leading values to print per tensor");
             sub.add_flag("--strict", f->strict, "Results files: a line that is not a record is an error (default: skipped, listed)");
-            return std::function<int()>([f] { return run_compare(*f); });
+            return std::function<int()>([f, atol, rtol] {
+              f->given = {atol->count() > 0, rtol->count() > 0};
+              return run_compare(*f);
+            });
           }};
 }
 

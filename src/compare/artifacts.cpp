@@ -82,7 +82,29 @@ double heldout_rtol_of(const SafetensorsFile& a, const std::string& name) {
   }
 }
 
-TensorFinding compare_tensors(const std::string& file, const NamedTensor& a, const NamedTensor& b, Tolerance tol,
+/// The rule A's dump states for tensor `name` ("compare.<name>": "exact" or "atol rtol", written
+/// by pkb's --dump from the spec), with `tol`'s atol (rtol) in place of the stated one where
+/// `given` says so (--atol/--rtol replace floating tolerances; exact stays exact); without a stated
+/// rule, `tol` as an output that declares nothing is compared.
+Comparison rule_of(const SafetensorsFile& a, const NamedTensor& t, Tolerance tol, GivenTolerance given) {
+  Comparison c = default_comparison(t.dtype, tol);
+  auto it = a.metadata.find("compare." + t.name);
+  if (it == a.metadata.end()) return c;
+  if (it->second == "exact") {
+    c.mode = CompareMode::exact;
+  } else {
+    double atol = 0, rtol = 0;
+    if (std::sscanf(it->second.c_str(), "%lf %lf", &atol, &rtol) != 2 || atol < 0 || rtol < 0)
+      fail(Errc::invalid_argument, "compare." + t.name + " in A's metadata is neither \"exact\" nor \"atol rtol\": " + it->second);
+    c.mode = CompareMode::tolerance;
+    c.tol = {given.atol ? tol.atol : atol, given.rtol ? tol.rtol : rtol};
+  }
+  auto nf = a.metadata.find("nonfinite." + t.name);
+  c.nonfinite_as_expected = nf != a.metadata.end() && nf->second == "as_expected";
+  return c;
+}
+
+TensorFinding compare_tensors(const std::string& file, const NamedTensor& a, const NamedTensor& b, Comparison c,
                               double heldout_rtol) {
   TensorFinding f{file, a.name, FindingKind::agree, a.dtype, a.shape, {}, false, {}};
   if (a.dtype != b.dtype) {
@@ -93,7 +115,6 @@ TensorFinding compare_tensors(const std::string& file, const NamedTensor& a, con
     f.detail = fmt::format("A {}, B {}", shape_text(a.dtype, a.shape), shape_text(b.dtype, b.shape));
   } else {
     f.bitwise_equal = a.bytes == b.bytes;
-    Comparison c = default_comparison(a.dtype, tol);
     c.heldout_rtol = heldout_rtol;
     f.stats = compare_bytes(b.bytes, a.bytes, a.dtype, for_call(c, heldout_rtol > 0));  // A is the expected side
     f.kind = f.stats.ok() ? FindingKind::agree : FindingKind::differ;
@@ -101,7 +122,8 @@ TensorFinding compare_tensors(const std::string& file, const NamedTensor& a, con
   return f;
 }
 
-void compare_files(const fs::path& a, const fs::path& b, const std::string& rel, Tolerance tol, ArtifactComparison& out) {
+void compare_files(const fs::path& a, const fs::path& b, const std::string& rel, Tolerance tol, GivenTolerance given,
+                   ArtifactComparison& out) {
   SafetensorsFile fa, fb;
   for (auto [path, file, side] : {std::tuple{a / rel, &fa, "A"}, std::tuple{b / rel, &fb, "B"}}) {
     try {
@@ -114,8 +136,18 @@ void compare_files(const fs::path& a, const fs::path& b, const std::string& rel,
   ++out.files;
   for (auto& ta : fa.tensors) {
     const NamedTensor* tb = fb.find(ta.name);
-    if (tb) out.findings.push_back(compare_tensors(rel, ta, *tb, tol, heldout_rtol_of(fa, ta.name)));
-    else out.findings.push_back({rel, ta.name, FindingKind::only_in_a, ta.dtype, ta.shape, {}, false, {}});
+    if (!tb) {
+      out.findings.push_back({rel, ta.name, FindingKind::only_in_a, ta.dtype, ta.shape, {}, false, {}});
+      continue;
+    }
+    TensorFinding f;
+    try {
+      f = compare_tensors(rel, ta, *tb, rule_of(fa, ta, tol, given), heldout_rtol_of(fa, ta.name));
+    } catch (const Error& e) {
+      f = {rel, ta.name, FindingKind::unreadable, ta.dtype, ta.shape, {}, false, std::string("A: ") + e.what()};
+    }
+    if (fa.metadata.count("compare." + ta.name)) ++out.own_rules;
+    out.findings.push_back(std::move(f));
   }
   for (auto& tb : fb.tensors)
     if (!fa.find(tb.name)) out.findings.push_back({rel, tb.name, FindingKind::only_in_b, tb.dtype, tb.shape, {}, false, {}});
@@ -129,19 +161,19 @@ void compare_files(const fs::path& a, const fs::path& b, const std::string& rel,
 
 }  // namespace
 
-ArtifactComparison compare_artifact_dirs(const fs::path& a, const fs::path& b, Tolerance tol) {
+ArtifactComparison compare_artifact_dirs(const fs::path& a, const fs::path& b, Tolerance tol, GivenTolerance given) {
   for (auto& d : {a, b}) {
     std::error_code ec;
     if (!fs::exists(d, ec)) fail(Errc::invalid_argument, d.string() + " does not exist");
     if (!fs::is_directory(d, ec)) fail(Errc::invalid_argument, d.string() + " is not a directory (artifacts come from --dump DIR)");
   }
-  ArtifactComparison c{a, b, tol, 0, {}, {}};
+  ArtifactComparison c{a, b, tol, given};
   std::vector<std::string> fa = safetensors_under(a), fb = safetensors_under(b);
   if (fa.empty() && fb.empty())
     fail(Errc::invalid_argument, "neither " + a.string() + " nor " + b.string() + " holds a .safetensors file");
   std::set<std::string> in_b(fb.begin(), fb.end());
   for (auto& rel : fa) {
-    if (in_b.count(rel)) compare_files(a, b, rel, tol, c);
+    if (in_b.count(rel)) compare_files(a, b, rel, tol, given, c);
     else c.findings.push_back({rel, "", FindingKind::only_in_a, DType::fp32, {}, {}, false, "missing in B (a rank or trial B did not dump)"});
   }
   std::set<std::string> in_a(fa.begin(), fa.end());
@@ -151,8 +183,12 @@ ArtifactComparison compare_artifact_dirs(const fs::path& a, const fs::path& b, T
 }
 
 std::string format_artifact_comparison(const ArtifactComparison& c) {
-  std::string o = fmt::format("pkb compare {} {}  (A expected, B checked: |b - a| <= {} + {} * |a|)\n", c.a.string(),
-                              c.b.string(), c.tol.atol, c.tol.rtol);
+  std::string rule = fmt::format("|b - a| <= {} + {} * |a|", c.tol.atol, c.tol.rtol);
+  if (c.own_rules)
+    rule = c.given.atol || c.given.rtol
+               ? fmt::format("each output's rule from A's dump, with --atol/--rtol in place of its own; others {}", rule)
+               : "each output's rule from A's dump (exact or its own atol, rtol); others " + rule;
+  std::string o = fmt::format("pkb compare {} {}  (A expected, B checked: {})\n", c.a.string(), c.b.string(), rule);
   std::map<FindingKind, int> counts;
   for (auto& f : c.findings) {
     ++counts[f.kind];

@@ -1,6 +1,7 @@
 // `pkb compare A B` on two artifact directories (`pkb eval/run --dump`): every safetensors file
 // matched by its path relative to the directory, every tensor by name, each pair compared under
-// the tolerance rule of eval/compare.hpp with A as the expected side: |b - a| <= atol + rtol*|a|.
+// the rule of eval/compare.hpp with A as the expected side: the output's own rule where A's dump
+// states it (exact, or |b - a| <= atol + rtol*|a| with its atol and rtol), else the given tolerance.
 // Findings are plain data; format_* turn them into text (PKB's compare_outputs).
 #pragma once
 #include <filesystem>
@@ -36,9 +37,16 @@ struct TensorFinding {
   std::string detail;  // shapes or dtypes of both sides, a read error
 };
 
+/// Which of `pkb compare`'s --atol and --rtol were given: those replace the values A's dump states.
+struct GivenTolerance {
+  bool atol = true, rtol = true;
+};
+
 struct ArtifactComparison {
   std::filesystem::path a, b;
   Tolerance tol;
+  GivenTolerance given;
+  size_t own_rules = 0;    // tensors compared under the rule A's dump states for them
   size_t files = 0;  // matched pairs of files
   std::vector<TensorFinding> findings;
   std::vector<std::string> notes;  // e.g. the two dumps used different seeds
@@ -46,9 +54,13 @@ struct ArtifactComparison {
   bool all_agree() const;
 };
 
-/// Compares two artifact directories. Throws Error(invalid_argument) when either is not a
-/// directory or neither holds a .safetensors file; everything else is a finding.
-ArtifactComparison compare_artifact_dirs(const std::filesystem::path& a, const std::filesystem::path& b, Tolerance tol);
+/// Compares two artifact directories. A tensor for which A's file states a rule (pkb's --dump
+/// writes each output's: exact, or its atol and rtol) is held to it, with `tol`'s atol and rtol in place of
+/// the stated ones where `given` says so; any other tensor to `tol` (exact for integer and bool ones). Throws
+/// Error(invalid_argument) when either is not a directory or neither holds a .safetensors file;
+/// everything else is a finding.
+ArtifactComparison compare_artifact_dirs(const std::filesystem::path& a, const std::filesystem::path& b, Tolerance tol,
+                                         GivenTolerance given = {});
 
 /// One line per tensor (and per missing file), then a count line.
 std::string format_artifact_comparison(const ArtifactComparison& c);

@@ -108,6 +108,35 @@ TEST_F(CompareArtifacts, ToleranceIsTheUsersChoice) {
   EXPECT_EQ(find(loose, "trial_0/rank_1.safetensors", "output.out")->kind, FindingKind::agree);
 }
 
+TEST_F(CompareArtifacts, EachOutputHeldToTheRuleADumpStates) {
+  // pkb's --dump states every output's rule; a PyTorch side (B) states none.
+  auto dir = root_ / "rules";
+  std::map<std::string, std::string> rules{{"compare.output.radii", "1 0"}, {"compare.output.exact", "exact"},
+                                           {"compare.output.loose", "0.1 0"}};
+  write_safetensors(dir / "A/trial_0/rank_0.safetensors",
+                    {i32("output.radii", {4, 7}), f32("output.exact", {1, 2}), f32("output.loose", {1, 2})}, rules);
+  write_safetensors(dir / "B/trial_0/rank_0.safetensors",
+                    {i32("output.radii", {5, 7}), f32("output.exact", {1, 2.0001f}), f32("output.loose", {1.05f, 2})});
+  ArtifactComparison c = compare_artifact_dirs(dir / "A", dir / "B", {1e-2, 1e-2}, {false, false});
+  EXPECT_EQ(c.own_rules, 3u);
+  EXPECT_EQ(find(c, "trial_0/rank_0.safetensors", "output.radii")->kind, FindingKind::agree);   // +-1 stated
+  EXPECT_EQ(find(c, "trial_0/rank_0.safetensors", "output.exact")->kind, FindingKind::differ);  // 1e-4 off an exact output
+  EXPECT_EQ(find(c, "trial_0/rank_0.safetensors", "output.loose")->kind, FindingKind::agree);   // 0.05 within its 0.1
+  EXPECT_NE(format_artifact_comparison(c).find("each output's rule from A's dump"), std::string::npos);
+  // --atol given: it replaces the stated atol; exact stays exact.
+  ArtifactComparison g = compare_artifact_dirs(dir / "A", dir / "B", {1e-3, 0}, {true, false});
+  EXPECT_EQ(find(g, "trial_0/rank_0.safetensors", "output.radii")->kind, FindingKind::differ);
+  EXPECT_EQ(find(g, "trial_0/rank_0.safetensors", "output.exact")->kind, FindingKind::differ);
+  EXPECT_EQ(find(g, "trial_0/rank_0.safetensors", "output.loose")->kind, FindingKind::differ);
+  // A rule that is neither form is a finding that names it, not a crash.
+  write_safetensors(dir / "A/trial_0/rank_0.safetensors", {f32("output.exact", {1, 2})}, {{"compare.output.exact", "close"}});
+  ArtifactComparison bad = compare_artifact_dirs(dir / "A", dir / "B", {1e-2, 1e-2}, {false, false});
+  auto* f = find(bad, "trial_0/rank_0.safetensors", "output.exact");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->kind, FindingKind::unreadable);
+  EXPECT_NE(f->detail.find("close"), std::string::npos) << f->detail;
+}
+
 TEST_F(CompareArtifacts, IdenticalDirectoriesAgree) {
   fs::remove_all(a_ / "trial_1");
   fs::remove_all(a_ / "trial_2");
@@ -135,8 +164,10 @@ TEST_F(CompareArtifacts, InspectShowsShapesDtypesAndValues) {
 TEST(CompareResults, ProblemsSideBySide) {
   auto dir = fs::temp_directory_path() / ("pkb_cmpres_" + std::to_string(getpid()));
   fs::create_directories(dir);
-  auto rec = [](const std::string& stem, int id, const std::string& status, std::optional<double> speedup) {
+  auto rec = [](const std::string& stem, int id, const std::string& status, std::optional<double> speedup,
+                std::string kind = "eval") {
     testing::Rec r;
+    r.kind = kind;
     r.label = "x";
     r.stem = stem;
     r.id = id;
@@ -146,8 +177,10 @@ TEST(CompareResults, ProblemsSideBySide) {
   };
   std::ofstream(dir / "a.jsonl") << rec("1_allreduce", 1, "ok", 1.5) << rec("2_allgather", 2, "mismatch", std::nullopt);
   std::ofstream(dir / "b.jsonl") << rec("1_allreduce", 1, "ok", 3.0) << rec("1_allreduce", 1, "ok", 1.2)
-                                 << rec("7_reducescatter", 7, "ok", 1.0);
+                                 << rec("7_reducescatter", 7, "ok", 1.0)
+                                 << rec("1_allreduce", 1, "ok", 30.0, "full_part");  // a --full cell: not compared
   ResultsDiff d = compare_result_files(dir / "a.jsonl", dir / "b.jsonl");
+  EXPECT_EQ(d.cells_left_out, 1u);
   ASSERT_EQ(d.rows.size(), 3u);
   EXPECT_EQ(d.rows[0].problem, "1_allreduce");
   ASSERT_TRUE(d.rows[0].ratio);
@@ -156,7 +189,8 @@ TEST(CompareResults, ProblemsSideBySide) {
   EXPECT_FALSE(d.rows[2].a);
   std::string text = format_results_diff(d, true);
   for (const char* want : {"1_allreduce", "ok 20.00 us (1.50x)", "ok 10.00 us (3.00x)", "2.000", "mismatch",
-                           "A " , "a.jsonl:2: it went wrong", "7_reducescatter"})
+                           "A " , "a.jsonl:2: it went wrong", "7_reducescatter",
+                           "1 cell record of `pkb eval --full` left out"})
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
   EXPECT_EQ(format_results_diff(d, false).find("it went wrong"), std::string::npos);
   EXPECT_THROW(compare_result_files(dir / "a.jsonl", dir / "missing.jsonl"), Error);

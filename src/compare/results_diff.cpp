@@ -21,9 +21,13 @@ bool better(const ResultRow& candidate, const ResultRow& current) {
   return true;
 }
 
-std::map<Key, ResultRow> best_per_problem(const std::vector<ResultRow>& rows) {
+std::map<Key, ResultRow> best_per_problem(const std::vector<ResultRow>& rows, size_t& cells_left_out) {
   std::map<Key, ResultRow> out;
   for (auto& r : rows) {
+    if (r.kind == "full_part") {
+      ++cells_left_out;
+      continue;
+    }
     Key k{r.problem_id, r.problem, config_of(r)};
     auto it = out.find(k);
     if (it == out.end()) out.emplace(k, r);
@@ -48,7 +52,7 @@ ResultsDiff compare_result_files(const std::filesystem::path& a, const std::file
   auto ra = read_results(a, nullptr, skipped), rb = read_results(b, nullptr, skipped);
   d.a_records = ra.size();
   d.b_records = rb.size();
-  auto ba = best_per_problem(ra), bb = best_per_problem(rb);
+  auto ba = best_per_problem(ra, d.cells_left_out), bb = best_per_problem(rb, d.cells_left_out);
   std::map<Key, ResultsDiffRow> rows;
   for (auto& [k, r] : ba) rows[k].a = r;
   for (auto& [k, r] : bb) rows[k].b = r;
@@ -65,6 +69,9 @@ std::string format_results_diff(const ResultsDiff& d, bool inspect) {
   std::string o = fmt::format("pkb compare  A: {} ({} records)  B: {} ({} records)\n", d.a.string(), d.a_records,
                               d.b.string(), d.b_records);
   for (auto& sk : d.skipped) o += "  skipped " + sk + "\n";
+  if (d.cells_left_out)
+    o += fmt::format("  {} cell record{} of `pkb eval --full` left out (their summaries are compared)\n", d.cells_left_out,
+                     d.cells_left_out == 1 ? "" : "s");
   o += "  candidate median per call, speedup over its baseline in brackets; A/B > 1: B is faster\n";
   o += fmt::format("  {:<22} {:<20} {:<32} {:<32} {}\n", "problem", "config", "A", "B", "A/B");
   for (auto& r : d.rows) {

@@ -1,7 +1,8 @@
 // `pkb compare A.jsonl B.jsonl`: two result files side by side, one row per problem and
 // configuration (PKB's compare_performance). Per side the record shown is the fastest correct one
 // for that problem and configuration, else the last one read; ratio = A's candidate median / B's,
-// so a ratio above 1 means B is faster.
+// so a ratio above 1 means B is faster. The cells of a `pkb eval --full` (records of kind full_part)
+// are left out: each run's summary record stands for them.
 #pragma once
 #include <filesystem>
 #include <optional>
@@ -23,6 +24,7 @@ struct ResultsDiffRow {
 struct ResultsDiff {
   std::filesystem::path a, b;
   size_t a_records = 0, b_records = 0;
+  size_t cells_left_out = 0;         // `pkb eval --full` cells (kind full_part): their summaries stand for them
   std::vector<ResultsDiffRow> rows;  // by problem id, then configuration
   std::vector<std::string> skipped;  // "file:line: why": lines that are not records (unless strict)
 };

@@ -37,6 +37,15 @@ void dump_artifacts(const std::string& dir, const Prepared& p, const Instance& i
           std::snprintf(buf, sizeof buf, "%.17g", v);  // integers print as integers, reals in full
           meta["param." + k] = buf;
         }
+      // Each output's own rule (exact, or its atol and rtol for this dtype, as the checks used it), so
+      // that `pkb compare` of this dump against another side holds every output to it.
+      for (auto& tp : rp.outputs) {
+        char buf[64];
+        if (tp.compare.exact()) std::snprintf(buf, sizeof buf, "exact");
+        else std::snprintf(buf, sizeof buf, "%.17g %.17g", tp.compare.tol.atol, tp.compare.tol.rtol);
+        meta["compare.output." + tp.name] = buf;
+        if (tp.compare.nonfinite_as_expected) meta["nonfinite.output." + tp.name] = "as_expected";
+      }
       // A held-out trial: `pkb compare` holds its floating outputs to the norm-wise bound too.
       if (inst.heldout && heldout_trial(t))
         for (auto& tp : rp.outputs)

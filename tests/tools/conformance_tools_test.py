@@ -346,7 +346,7 @@ class ScriptsWithFakes(unittest.TestCase):
         self.assertIn(f"torchrun --standalone --nproc_per_node 2 {TOOLS}/conformance.py --pkb {self.checkout} "
                       f"--problem-dir {SRC}/problems/1_allreduce --dump {work}/pkb --out {work}/pytorch --iters 7 --time "
                       "--io builtin --predelay-us 50", argv)
-        self.assertIn(f"pkb compare {work}/pkb {work}/pytorch --atol 0.01 --rtol 0.01", argv)
+        self.assertIn(f"pkb compare {work}/pkb {work}/pytorch\n", argv)  # each output's rule, from pkb's dump
         self.assertEqual(json.loads(get(summary))["agree"], "yes")
 
     def test_failures_give_a_summary_line_and_exit_1(self):
