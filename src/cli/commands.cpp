@@ -175,6 +175,10 @@ std::string dist_text(const Dist& d) {
     case DistKind::composition:
       return fmt::format("integers in [0, {}], summing to {} on every rank and to W * {} across ranks at each position",
                          2 * d.lo, static_cast<long long>(d.a) * d.lo, d.lo);
+    case DistKind::offsets:
+      return fmt::format("offsets: row pointers of {} rows, lengths in [0, {}], from 0 to {}",
+                         static_cast<long long>(d.a) - 1, 2 * d.lo, (static_cast<long long>(d.a) - 1) * d.lo);
+    case DistKind::permutation: return fmt::format("distinct integers in [0, {}) in random order", d.lo);
   }
   return "?";
 }

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -443,6 +444,49 @@ TEST(Generate, CompositionsHaveStaticTotalsAndVaryingParts) {
       EXPECT_EQ(s, world * mean) << "position " << i;
     }
     if (world > 1) EXPECT_GT(row_sums.size(), 3u) << "row sums should vary, W " << world;
+  }
+}
+
+TEST(Generate, OffsetsAreRowPointersWithAStaticTotal) {
+  for (int64_t mean : {0, 1, 4, 16}) {
+    const int64_t rows = 5000;  // mean 16: an empty row has probability 1/289
+    Dist d{DistKind::offsets, static_cast<double>(rows + 1), 1.0, mean, 0};
+    auto v = draw_i64(d, input_key(9, 2, 1, 0, d), rows + 1);
+    EXPECT_EQ(v.front(), 0);
+    EXPECT_EQ(v.back(), rows * mean);
+    std::set<int64_t> lengths;
+    for (int64_t i = 0; i < rows; ++i) {
+      int64_t len = v[i + 1] - v[i];
+      EXPECT_GE(len, 0) << "row " << i;
+      EXPECT_LE(len, 2 * mean) << "row " << i;
+      lengths.insert(len);
+    }
+    if (mean >= 4) {
+      EXPECT_GT(lengths.size(), static_cast<size_t>(mean)) << "lengths should vary, mean " << mean;
+      EXPECT_EQ(lengths.count(0), 1u) << "some rows should be empty, mean " << mean;
+    }
+    if (mean > 0) EXPECT_NE(draw_i64(d, input_key(9, 3, 1, 0, d), rows + 1), v) << "another call";
+  }
+  Dist one{DistKind::offsets, 1.0, 1.0, 8, 0};  // no rows: just the 0
+  EXPECT_EQ(draw_i64(one, 5, 1), std::vector<int64_t>{0});
+}
+
+TEST(Generate, PermutationsHoldDistinctValuesInRandomOrder) {
+  for (int64_t n : {1, 2, 17, 1000}) {
+    for (int64_t numel : {n, (n + 1) / 2}) {
+      Dist d{DistKind::permutation, 0.0, 1.0, n, 0};
+      auto v = draw_i64(d, input_key(4, 1, 0, 3, d), static_cast<size_t>(numel));
+      std::set<int64_t> seen(v.begin(), v.end());
+      EXPECT_EQ(seen.size(), static_cast<size_t>(numel)) << "n " << n;
+      for (int64_t x : v) {
+        EXPECT_GE(x, 0);
+        EXPECT_LT(x, n);
+      }
+      if (n > 16) {
+        EXPECT_FALSE(std::is_sorted(v.begin(), v.end())) << "n " << n;
+        EXPECT_NE(draw_i64(d, input_key(4, 2, 0, 3, d), static_cast<size_t>(numel)), v) << "another call";
+      }
+    }
   }
 }
 

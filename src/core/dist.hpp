@@ -34,6 +34,11 @@ enum class DistKind : int32_t {
                 // random order: an exchange by owner has static sizes; see owner_id
   composition,  // integers in [0, 2 lo] whose sum over each rank's tensor is numel * lo and whose sum over
                 // the ranks at every position is W * lo (jagged lengths with static totals); see composed
+  offsets,      // nondecreasing row pointers of a jagged (CSR / CSC) layout of numel - 1 rows: element i is
+                // i lo + u_i (u uniform in [0, lo], 0 at both ends), so row lengths lie in [0, 2 lo] and
+                // sum to (numel - 1) lo; see offset_at
+  permutation,  // distinct integers in [0, lo) in random order: a random bijection of [0, lo) at the
+                // element indices (numel <= lo); see permutation_at
 };
 
 /// What a `distinct` tensor holds of its draw: M rows of k distinct values in [0, n), ascending.
@@ -55,6 +60,7 @@ inline constexpr int64_t kGroupedMaxN = 64;
 /// For `distinct`: lo = n, hi = k, a = M (rows), b = view (DistinctView).
 /// For `owner_ids`: lo = numel (the split total), hi = W, a = bound, b = rank; keyed as its split matrix.
 /// For `composition`: lo = mean, hi = W, a = numel, b = rank; keyed alike on every rank (shared).
+/// For `offsets`: lo = mean, a = numel. For `permutation`: lo = n. Both are keyed as any input.
 struct Dist {
   DistKind kind = DistKind::normal;
   double a = 0.0;
@@ -290,9 +296,32 @@ PKB_HD int64_t composed(const Dist& d, uint64_t key, uint64_t index) {
          detail::composition_term(key, rank, partner, range) + detail::composition_term(key, prev, partner, range);
 }
 
+/// Element `index` of an `offsets` tensor (lo = mean m, a = numel L + 1): index * m + u with u uniform
+/// in [0, m], except the first element (0) and the last (L m). Neighbours differ by m + u' - u, in
+/// [0, 2m]: the row pointers of L rows of random lengths (empty rows included) with the static total
+/// L m, while every prefix sum varies. Each element is computed on its own, on host or device.
+PKB_HD int64_t offset_at(const Dist& d, uint64_t key, uint64_t index) {
+  const int64_t mean = d.lo;
+  const uint64_t last = d.a >= 1.0 ? static_cast<uint64_t>(d.a) - 1 : 0;
+  if (mean <= 0) return 0;
+  const int64_t base = mean * static_cast<int64_t>(index);
+  if (index == 0 || index >= last) return base;
+  return base + static_cast<int64_t>(detail::bits64(rng::element_bits(key, index)) % static_cast<uint64_t>(mean + 1));
+}
+
+/// Element `index` of a `permutation` tensor (lo = n): the image of index under a random bijection of
+/// [0, n) (permute_index), so the elements are distinct values in [0, n) in random order, and a tensor
+/// of n elements is a random permutation. numel <= n is checked when a spec resolves.
+PKB_HD int64_t permutation_at(const Dist& d, uint64_t key, uint64_t index) {
+  const uint64_t n = d.lo > 0 ? static_cast<uint64_t>(d.lo) : 0;
+  if (index >= n) return 0;  // rejected when a spec resolves
+  return static_cast<int64_t>(permute_index(detail::bits64(rng::element_bits(key, 0)), n, index));
+}
+
 /// Whether `d` is one of the structured integer draws, which every dtype stores through sample_int_at.
 PKB_HD bool structured(const Dist& d) {
-  return d.kind == DistKind::distinct || d.kind == DistKind::owner_ids || d.kind == DistKind::composition;
+  return d.kind == DistKind::distinct || d.kind == DistKind::owner_ids || d.kind == DistKind::composition ||
+         d.kind == DistKind::offsets || d.kind == DistKind::permutation;
 }
 
 /// The value of one element as a float (for bf16 / fp16 / fp32 tensors).
@@ -331,7 +360,9 @@ PKB_HD float sample_float(const Dist& d, const rng::U32x4& r) {
     case DistKind::split: return 0.0f;   // integer tensors only (checked when a spec resolves)
     case DistKind::distinct:
     case DistKind::owner_ids:
-    case DistKind::composition: return 0.0f;  // structured: generate_element uses sample_int_at
+    case DistKind::composition:
+    case DistKind::offsets:
+    case DistKind::permutation: return 0.0f;  // structured: generate_element uses sample_int_at
   }
   return 0.0f;
 }
@@ -381,6 +412,8 @@ PKB_HD int64_t sample_int_at(const Dist& d, uint64_t key, uint64_t index) {
   if (d.kind == DistKind::distinct) return distinct_element(d, key, index);
   if (d.kind == DistKind::owner_ids) return owner_id(d, key, index);
   if (d.kind == DistKind::composition) return composed(d, key, index);
+  if (d.kind == DistKind::offsets) return offset_at(d, key, index);
+  if (d.kind == DistKind::permutation) return permutation_at(d, key, index);
   return sample_int(d, rng::element_bits(key, index), index);
 }
 

@@ -61,6 +61,15 @@ std::string dist_text(const Dist& d) {
       return fmt::format("random integers in [0, {}] (jagged lengths) whose sum over this tensor is {} on every rank, "
                          "and whose sum over the ranks at each position is W * {}; how they split into parts varies",
                          2 * d.lo, static_cast<long long>(d.a) * d.lo, d.lo);
+    case DistKind::offsets:
+      return fmt::format("nondecreasing row pointers (CSR / CSC offsets) of {} rows: the first is 0, the last {}, and "
+                         "each row's length (the difference of neighbours) is a random integer in [0, {}], empty rows "
+                         "included",
+                         static_cast<long long>(d.a) - 1, (static_cast<long long>(d.a) - 1) * d.lo, 2 * d.lo);
+    case DistKind::permutation:
+      return fmt::format("distinct random integers in [0, {}), in random order (a random permutation when there are "
+                         "{} elements)",
+                         d.lo, d.lo);
   }
   return "?";
 }

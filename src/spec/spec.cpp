@@ -96,13 +96,20 @@ class Reader {
   std::filesystem::path file_;
 };
 
-/// The structured draws (C4): `distinct`, `owner_ids` and `composition` (core/dist.hpp). Shapes and
-/// the `of` input are checked when the spec resolves (resolve_structured, link_views).
+/// An example table of structured draw `kind`, for error messages.
+std::string structured_example(const std::string& kind) {
+  if (kind == "distinct") return "{ dist = \"distinct\", n = \"E\", k = 2 }";
+  if (kind == "owner_ids") return "{ dist = \"owner_ids\", high = \"num_nodes\" }";
+  if (kind == "offsets") return "{ dist = \"offsets\", mean = 16 }";
+  if (kind == "permutation") return "{ dist = \"permutation\", n = \"num_nodes\" }";
+  return "{ dist = \"composition\", mean = 12 }";
+}
+
+/// The structured draws (C4): `distinct`, `owner_ids`, `composition`, `offsets` and `permutation`
+/// (core/dist.hpp). Shapes and the `of` input are checked when the spec resolves (resolve_structured,
+/// link_views).
 void parse_structured(const Reader& r, const toml::table* t, const std::string& where, const std::string& kind, DistSpec& d) {
-  if (!t) r.error(where, kind + " needs a table, e.g. " +
-                             (kind == "distinct"      ? std::string("{ dist = \"distinct\", n = \"E\", k = 2 }")
-                              : kind == "owner_ids" ? std::string("{ dist = \"owner_ids\", high = \"num_nodes\" }")
-                                                    : std::string("{ dist = \"composition\", mean = 12 }")));
+  if (!t) r.error(where, kind + " needs a table, e.g. " + structured_example(kind));
   auto need = [&](std::string_view key, const std::string& why) {
     auto v = t->get(key);
     if (!v) r.error(where + "." + std::string(key), "missing (" + why + ")");
@@ -132,6 +139,14 @@ void parse_structured(const Reader& r, const toml::table* t, const std::string& 
     d.b = Expr::parse("rank");
     d.matrix = r.integer(*t, where, "matrix", false, 0);
     if (d.matrix < 0) r.error(where + ".matrix", "must be >= 0");
+  } else if (kind == "offsets") {
+    r.only_keys(*t, where, {"dist", "mean", "shared_by"});
+    d.kind = DistKind::offsets;
+    d.lo = need("mean", "the mean row length; lengths lie in [0, 2 * mean]");
+  } else if (kind == "permutation") {
+    r.only_keys(*t, where, {"dist", "n", "shared_by"});
+    d.kind = DistKind::permutation;
+    d.lo = need("n", "distinct values are drawn from [0, n)");
   } else {
     r.only_keys(*t, where, {"dist", "mean"});
     d.kind = DistKind::composition;
@@ -210,11 +225,13 @@ DistSpec parse_dist(const Reader& r, const toml::node* n, const std::string& whe
     d.a = Expr::constant(side == "send" ? 0.0 : 1.0);
     d.matrix = r.integer(*t, where, "matrix", false, 0);
     if (d.matrix < 0) r.error(where + ".matrix", "must be >= 0");
-  } else if (kind == "distinct" || kind == "owner_ids" || kind == "composition") {
+  } else if (kind == "distinct" || kind == "owner_ids" || kind == "composition" || kind == "offsets" ||
+             kind == "permutation") {
     parse_structured(r, t, where, kind, d);
   } else {
     r.error(where + ".dist", "unknown distribution '" + kind +
-                                 "' (normal, uniform, grid, randint, zeros, ones, arange, split, distinct, owner_ids, composition)");
+                                 "' (normal, uniform, grid, randint, zeros, ones, arange, split, distinct, owner_ids, "
+                                 "composition, offsets, permutation)");
   }
   return d;
 }
@@ -836,6 +853,20 @@ void resolve_structured(const Spec& spec, const TensorSpec& t, const Vars& v, Te
     if (p.dist.hi < 1 || p.dist.hi > kDistinctMaxK) fail_here("k", "must be in [1, " + std::to_string(kDistinctMaxK) + "]");
     if (p.dist.lo < p.dist.hi || p.dist.lo >= (1ll << 31)) fail_here("n", "must be at least k and below 2^31");
     check_distinct_shape(spec, t.name, p, 0);
+    return;
+  }
+  if (p.dist.kind == DistKind::offsets || p.dist.kind == DistKind::permutation) {  // keyed as any input
+    const bool offsets = p.dist.kind == DistKind::offsets;
+    if (is_floating(p.dtype)) fail_here("dist", std::string(offsets ? "offsets" : "a permutation") + " is integer; use int64");
+    if (offsets) {
+      p.dist.a = static_cast<double>(numel);
+      if (numel < 1) fail_here("dist", "offsets need at least one element (rows + 1)");
+      if (p.dist.lo < 0 || p.dist.lo > (1ll << 40) || static_cast<double>(numel) * static_cast<double>(p.dist.lo) > 0x1p62)
+        fail_here("mean", "must be in [0, 2^40], with (numel - 1) * mean below 2^62");
+    } else if (p.dist.lo < 1 || p.dist.lo > (1ll << 53) || numel > p.dist.lo) {
+      fail_here("n", "must be in [1, 2^53] and at least the element count " + std::to_string(numel) +
+                         " (values are distinct)");
+    }
     return;
   }
   if (is_floating(p.dtype) && p.dist.kind == DistKind::owner_ids) fail_here("dist", "owner_ids are integers; use int64");

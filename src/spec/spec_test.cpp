@@ -621,6 +621,16 @@ name = "lengths"
 dtype = "int64"
 shape = ["3 * B"]
 init = { dist = "composition", mean = 12 }
+[[inputs]]
+name = "row_ptr"
+dtype = "int64"
+shape = ["M + 1"]
+init = { dist = "offsets", mean = 4 }
+[[inputs]]
+name = "seeds"
+dtype = "int64"
+shape = ["B"]
+init = { dist = "permutation", n = "M", shared_by = "rank // 2" }
 [[outputs]]
 name = "y"
 shape = ["M"]
@@ -659,6 +669,13 @@ TEST_F(SpecTest, StructuredDrawsResolveWithTheirShapesAndKeys) {
   EXPECT_EQ(in[5].dist.lo, 12);
   EXPECT_EQ(in[5].dist.a, 12.0);
   EXPECT_EQ(in[5].dist.b, 3.0);
+  EXPECT_EQ(in[6].dist.kind, DistKind::offsets);  // offsets and permutations are keyed as any input
+  EXPECT_FALSE(in[6].dist.shared);
+  EXPECT_EQ(in[6].dist.lo, 4);
+  EXPECT_EQ(in[6].dist.a, 17.0);
+  EXPECT_EQ(in[7].dist.kind, DistKind::permutation);
+  EXPECT_EQ(in[7].dist.lo, 16);
+  EXPECT_EQ(in[7].dist.share_group, 1);
   EXPECT_FALSE(inst.heldout);
   // Ranks list together in `pkb show` where only their rank differs.
   EXPECT_TRUE(same_listing(inst.ranks[0].inputs[4], in[4]));
@@ -681,6 +698,9 @@ TEST_F(SpecTest, StructuredDrawErrorsNameTheInputAndKey) {
       {"high = 1000, matrix = 1", "high = 1000, total = 4", "inputs[4].init.total: unknown key (allowed: dist, high, matrix)"},
       {"mean = 12 }", "mean = 12, shared_by = \"rank\" }", "inputs[5].init.shared_by: composition draws span every rank"},
       {"dist = \"composition\", mean = 12", "dist = \"compose\", mean = 12", "unknown distribution 'compose'"},
+      {"dist = \"offsets\", mean = 4", "dist = \"offsets\"", "inputs[6].init.mean: missing"},
+      {"dist = \"offsets\", mean = 4", "dist = \"offsets\", mean = 4, n = 3", "inputs[6].init.n: unknown key"},
+      {"n = \"M\", shared_by", "shared_by", "inputs[7].init.n: missing"},
   };
   for (auto& c : cases) {
     std::string text = kStructured;
@@ -700,6 +720,9 @@ TEST_F(SpecTest, StructuredDrawErrorsNameTheInputAndKey) {
       {"n = \"E\", k = 2 }", "n = \"E\", k = 17 }", "input 'selected': init.k: must be in [1, 16]"},
       {"high = 1000", "high = 2", "input 'ids': init.high: must be a whole number in [W, 2^53]"},
       {"dtype = \"int64\"\nshape = [\"M\"]\ninit = { dist = \"owner_ids\"", "shape = [\"M\"]\ninit = { dist = \"owner_ids\"", "input 'ids': init.dist: owner_ids are integers"},
+      {"dtype = \"int64\"\nshape = [\"M + 1\"]", "shape = [\"M + 1\"]", "input 'row_ptr': init.dist: offsets is integer"},
+      {"mean = 4 }", "mean = -1 }", "input 'row_ptr': init.mean: must be in [0, 2^40]"},
+      {"n = \"M\", shared_by", "n = \"B - 1\", shared_by", "input 'seeds': init.n: must be in [1, 2^53] and at least the element count 4"},
   };
   for (auto& c : resolving) {
     std::string text = kStructured;
