@@ -49,7 +49,10 @@ PromptSetup load_prompt_setup(const PromptFlags& f) {
 }
 
 int world_for(const Spec& spec, const PromptFlags& f, const PromptSetup& s) {
-  if (f.gpus > 0) return f.gpus;
+  if (f.gpus > 0) {
+    spec.require_world(f.gpus);  // the same refusal whatever GPUs the machine has
+    return f.gpus;
+  }
   int w = 4;  // PKB's usual node slice, when nothing says otherwise
   if (s.visible_gpus >= spec.min_world) w = s.visible_gpus;
   else if (s.hardware && s.hardware->gpu_count > 0) w = s.hardware->gpu_count;

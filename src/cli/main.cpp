@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "cli/commands.hpp"
@@ -11,6 +12,35 @@
 #include "core/interrupt.hpp"
 #include "core/strings.hpp"
 #include "report/record.hpp"
+
+namespace {
+
+/// A `PKB_*` value that an option's check refuses, as "--flag: why (from PKB_X=value)"; empty if none.
+/// CLI11 before 2.4 refuses such a value while parsing; 2.4 and later drop it silently and keep the
+/// default (CLIUtils/CLI11#1032), so that `PKB_GPUS=0` would mean "every visible GPU". pkb refuses
+/// it whichever CLI11 it is built with.
+std::string refused_environment_value(CLI::App& app) {
+  for (CLI::App* sub : app.get_subcommands())  // the one that ran: others never read the environment
+    for (CLI::Option* opt : sub->get_options()) {
+      std::string name = opt->get_envname();
+      const char* value = name.empty() || opt->count() > 0 ? nullptr : std::getenv(name.c_str());
+      if (value == nullptr || *value == '\0') continue;
+      for (int i = 0;; ++i) {
+        CLI::Validator* check = nullptr;
+        try {
+          check = opt->get_validator(i);
+        } catch (const CLI::OptionNotFound&) {
+          break;
+        }
+        std::string text = value;
+        std::string why = (*check)(text);
+        if (!why.empty()) return fmt::format("{}: {} (from {}={})", opt->get_name(), why, name, value);
+      }
+    }
+  return "";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace pkb;
@@ -57,6 +87,10 @@ int main(int argc, char** argv) {
     // CLI11 prints its message (help and version to stdout, errors to stderr); its own exit codes
     // (104-114) are not pkb's: every argument error is bad input.
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (std::string why = refused_environment_value(app); !why.empty()) {
+    std::fprintf(stderr, "%s\nRun with --help for more information.\n", why.c_str());
+    return 2;
   }
   install_interrupt_handlers();
   try {

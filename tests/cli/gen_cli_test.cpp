@@ -141,10 +141,21 @@ TEST_F(GenCli, CtrlCStopsGenerateWithExitCode130AndNoHalfFiles) {
 TEST_F(GenCli, AgentRefusesToStartWithoutTheGpusToEvaluateOn) {
   FakeLlmServer s({Reply::code("int x;\n")});
   auto args = model_args(s);
+  args.insert(args.begin(), {"agent", "1", "--gpus", "4", "--steps", "2", "--out-dir", "out"});
+  // GPUs hidden, so that the refusal is the same on a GPU node as on a laptop.
+  PkbResult r = testing::run_pkb(args, dir, {{"PKB_LLM_TEST_KEY", "sk-cli"}, {"CUDA_VISIBLE_DEVICES", ""}});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("pkb agent evaluates every step on 4 GPUs, but none is visible here"), std::string::npos) << r.err;
+  EXPECT_TRUE(s.requests().empty()) << "no request is paid for before the check";
+}
+
+TEST_F(GenCli, AgentNamesAWorldSizeTheProblemCannotRunAt) {
+  FakeLlmServer s({Reply::code("int x;\n")});
+  auto args = model_args(s);
   args.insert(args.begin(), {"agent", "1", "--gpus", "64", "--steps", "2", "--out-dir", "out"});
   PkbResult r = pkb(args, dir);
   EXPECT_EQ(r.rc, 2);
-  EXPECT_NE(r.err.find("evaluates every step on 64 GPUs, but"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1_allreduce runs on 2 to 8 GPUs, not 64"), std::string::npos) << r.err;
   EXPECT_TRUE(s.requests().empty()) << "no request is paid for before the check";
 }
 
