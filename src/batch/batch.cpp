@@ -31,7 +31,7 @@ std::vector<ProblemEntry> select_problems(const std::vector<ProblemEntry>& all, 
 }
 
 std::optional<std::pair<const ProblemEntry*, int>> parse_solution_name(const std::string& filename,
-                                                                        const std::vector<ProblemEntry>& problems) {
+                                                                       const std::vector<ProblemEntry>& problems) {
   if (filename.size() < 4 || filename.substr(filename.size() - 3) != ".cu") return std::nullopt;
   std::string base = filename.substr(0, filename.size() - 3);
   auto find = [&](const std::string& stem) -> const ProblemEntry* {
@@ -43,7 +43,8 @@ std::optional<std::pair<const ProblemEntry*, int>> parse_solution_name(const std
   size_t s = base.rfind("_s");
   if (s == std::string::npos || s + 2 == base.size()) return std::nullopt;
   std::string digits = base.substr(s + 2);
-  if (digits.size() > 6 || !std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+  if (digits.size() > 6 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
     return std::nullopt;
   if (auto* p = find(base.substr(0, s))) return std::make_pair(p, std::stoi(digits));
   return std::nullopt;
@@ -181,8 +182,7 @@ std::pair<int, int> parse_shard(const std::string& text) {
   } catch (const std::exception&) {
     n = 0;
   }
-  if (n < 1 || i < 0 || i >= n)
-    fail(Errc::invalid_argument, "--shard takes i/n with 0 <= i < n (e.g. 0/4), not '" + text + "'");
+  if (n < 1 || i < 0 || i >= n) fail(Errc::invalid_argument, "--shard takes i/n with 0 <= i < n (e.g. 0/4), not '" + text + "'");
   return {i, n};
 }
 

@@ -30,7 +30,7 @@ struct BatchJob {
   ProblemEntry problem;
   std::filesystem::path solution;
   int sample = 0;
-  std::string label;   // the run: --label, or DIR's name
+  std::string label;  // the run: --label, or DIR's name
   std::string sha256;  // of the solution file, for resuming
 };
 
@@ -58,18 +58,18 @@ std::vector<ProblemEntry> select_problems(const std::vector<ProblemEntry>& all, 
 /// Which problem and sample a file name stands for: "<stem>.cu" -> (stem, 0), "<stem>_s<k>.cu"
 /// -> (stem, k); nullopt for any other name or an unknown stem.
 std::optional<std::pair<const ProblemEntry*, int>> parse_solution_name(const std::string& filename,
-                                                                        const std::vector<ProblemEntry>& problems);
+                                                                       const std::vector<ProblemEntry>& problems);
 
 struct Discovered {
-  std::vector<BatchJob> jobs;        // by problem id, then sample
+  std::vector<BatchJob> jobs;  // by problem id, then sample
   std::vector<std::string> ignored;  // .cu files that name no problem (typos show up here)
 };
 
 /// The jobs in `dir` for the `selected` problems (`all` names every problem, so that files of an
 /// unselected problem are not reported as ignored). Throws Error(invalid_argument) when `dir` is
 /// not a directory, when no file matches, or when two files claim one sample (x.cu and x_s0.cu).
-Discovered discover_solutions(const std::filesystem::path& dir, const std::string& label,
-                              const std::vector<ProblemEntry>& all, const std::vector<ProblemEntry>& selected);
+Discovered discover_solutions(const std::filesystem::path& dir, const std::string& label, const std::vector<ProblemEntry>& all,
+                              const std::vector<ProblemEntry>& selected);
 
 /// "i/n" -> (i, n) with 0 <= i < n; throws Error(invalid_argument) otherwise.
 std::pair<int, int> parse_shard(const std::string& text);
@@ -87,7 +87,7 @@ std::set<DoneKey> finished_evaluations(const std::filesystem::path& results);
 
 struct BatchPlan {
   std::vector<BatchJob> todo;
-  std::vector<BatchJob> skipped;     // already in the results file
+  std::vector<BatchJob> skipped;  // already in the results file
   std::vector<std::string> ignored;  // from discovery
 };
 

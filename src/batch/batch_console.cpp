@@ -76,8 +76,7 @@ void ConsoleBatchObserver::done(const BatchSummary& s) {
   if (s.interrupted)
     out_ << fmt::format("interrupted after {} of {}: {}; every record written so far is kept in {}\n", s.evaluated + s.not_run,
                         s.planned, what, s.results.string());
-  else
-    out_ << fmt::format("done: {}; records in {} (pkb report {})\n", what, s.results.string(), s.results.string());
+  else out_ << fmt::format("done: {}; records in {} (pkb report {})\n", what, s.results.string(), s.results.string());
   out_.flush();
 }
 

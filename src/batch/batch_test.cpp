@@ -71,8 +71,8 @@ class Batch : public ::testing::Test {
     fs::remove_all(root_);
     dir_ = root_ / "model-a";
     fs::create_directories(dir_);
-    for (const char* f : {"1_allreduce_s0.cu", "1_allreduce_s1.cu", "2_allgather.cu", "7_reducescatter_s0.cu",
-                          "1_allreduce_oneshot.cu"})
+    for (const char* f :
+         {"1_allreduce_s0.cu", "1_allreduce_s1.cu", "2_allgather.cu", "7_reducescatter_s0.cu", "1_allreduce_oneshot.cu"})
       write(f, std::string("// ") + f + "\n");
     std::ofstream(dir_ / "notes.txt") << "not a solution";
   }
@@ -226,9 +226,8 @@ TEST_F(Batch, ConsoleLinesAndProgressBar) {
   run_batch(plan_batch(discover(), ev, {}), ev, console, root_ / "r.jsonl");
   std::string o = out.str();
   for (const char* want : {"pkb eval --solutions: 3 evaluations of 2 problems (run 'model-a')",
-                           "ignored (no problem of that name): 1_allreduce_oneshot.cu", "[1/3] 1_allreduce_s0.cu",
-                           "1.500x", "[3/3] 2_allgather.cu", "mismatch", "3 of 16 elements wrong",
-                           "done: 3 evaluated (2 ok, 1 mismatch)"})
+                           "ignored (no problem of that name): 1_allreduce_oneshot.cu", "[1/3] 1_allreduce_s0.cu", "1.500x",
+                           "[3/3] 2_allgather.cu", "mismatch", "3 of 16 elements wrong", "done: 3 evaluated (2 ok, 1 mismatch)"})
     EXPECT_NE(o.find(want), std::string::npos) << want << "\n" << o;
   EXPECT_EQ(o.find("\033["), std::string::npos) << "stdout stays plain";
   EXPECT_NE(err.str().find("] 0/3 done, evaluating 1_allreduce_s0.cu"), std::string::npos) << err.str();

@@ -127,8 +127,11 @@ std::vector<std::string> nvcc_argv(const std::filesystem::path& nvcc, const Comp
                                    const std::filesystem::path& out) {
   // -cudart shared: one CUDA runtime in the worker process, shared by harness and solution (a static
   // copy in the solution would keep its own error state and could shadow the harness's symbols).
-  std::vector<std::string> a{nvcc.string(), "-O3", "-std=c++17", "-arch=" + opts.arch, "-shared", "-Xcompiler", "-fPIC",
-                             "-cudart", "shared", "-I" + (pkb_home() / "include").string()};
+  std::vector<std::string> a{nvcc.string(), "-O3",
+                             "-std=c++17",  "-arch=" + opts.arch,
+                             "-shared",     "-Xcompiler",
+                             "-fPIC",       "-cudart",
+                             "shared",      "-I" + (pkb_home() / "include").string()};
   // Never -I a system directory: it reorders the system search path and breaks libstdc++'s
   // #include_next. The multiarch directory (/usr/include/x86_64-linux-gnu, where Ubuntu's cuDNN
   // lives) is a system directory too.

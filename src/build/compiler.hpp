@@ -10,11 +10,11 @@
 namespace pkb {
 
 struct CompileOptions {
-  std::filesystem::path nvcc;                 // empty: $PKB_NVCC, the build's nvcc, or nvcc on PATH
-  std::string arch = "sm_90";                 // -arch value (sm_90, sm_90a, ...)
+  std::filesystem::path nvcc;  // empty: $PKB_NVCC, the build's nvcc, or nvcc on PATH
+  std::string arch = "sm_90";  // -arch value (sm_90, sm_90a, ...)
   std::vector<std::string> extra_flags;
   std::chrono::seconds timeout{300};
-  std::filesystem::path cache_dir;            // empty: core cache_dir()/build
+  std::filesystem::path cache_dir;  // empty: core cache_dir()/build
   bool use_cache = true;
   size_t max_log_bytes = 256 << 10;
 };
@@ -24,11 +24,11 @@ struct CompileResult {
   bool cached = false;
   bool timed_out = false;
   std::filesystem::path so_path;
-  std::string key;                            // cache key (sha256)
-  std::string log;                            // compiler output (errors and warnings)
+  std::string key;  // cache key (sha256)
+  std::string log;  // compiler output (errors and warnings)
   std::vector<std::string> missing_entry_points;
   double seconds = 0;
-  std::string command;                        // the nvcc command line, for the record
+  std::string command;  // the nvcc command line, for the record
 };
 
 /// The entry points every solution must define.

@@ -41,8 +41,7 @@ TEST(SolutionLibraries, CudnnFromItsHeaders) {
   EXPECT_EQ(solution_libraries("#include <cudnn_cnn.h>\n"), with({"cudnn"}));
   EXPECT_EQ(solution_libraries("#include <x86_64-linux-gnu/cudnn_version.h>\n"), with({"cudnn"}));
   EXPECT_EQ(solution_libraries("#include <cufft.h>\n#include <cudnn.h>\n"), with({"cufft", "cudnn"}));
-  EXPECT_EQ(solution_libraries("#include <cudnn.h>\n#include <cufft.h>\n#include <cudnn_ops.h>\n"),
-            with({"cufft", "cudnn"}));
+  EXPECT_EQ(solution_libraries("#include <cudnn.h>\n#include <cufft.h>\n#include <cudnn_ops.h>\n"), with({"cufft", "cudnn"}));
 }
 
 TEST(SolutionLibraries, CommentsMentionsAndLookalikesDoNotCount) {

@@ -13,7 +13,7 @@
 namespace pkb {
 
 struct CalibrateOptions {
-  int gpus = 0;                  // 0: every visible GPU
+  int gpus = 0;  // 0: every visible GPU
   size_t link_bytes = 256u << 20;
   size_t hbm_bytes = 1u << 30;
   int gemm_n = 8192;

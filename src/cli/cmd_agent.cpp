@@ -74,18 +74,20 @@ int execute(const AgentFlags& f) {
   o.steps = f.steps;
   o.target_speedup = f.target;
   o.provenance = fmt::format("{}/{}, problem {}", to_string(llm.provider), llm.model, spec.stem);
-  o.meta = {{"provider", to_string(llm.provider)}, {"model", llm.model}, {"base_url", llm.endpoint()},
-            {"parameters", llm.parameters()}, {"prompt_sha256", prompt.sha256()},
+  o.meta = {{"provider", to_string(llm.provider)},
+            {"model", llm.model},
+            {"base_url", llm.endpoint()},
+            {"parameters", llm.parameters()},
+            {"prompt_sha256", prompt.sha256()},
             {"eval", {{"world", world}, {"dtype", f.p.dtype}, {"size", f.p.size}, {"trials", f.trials}}}};
   if (!f.quiet) o.progress = [](const std::string& line) { fmt::print(stderr, "[agent] {}\n", line); };
   auto model = make_chat_model(llm);
   HarnessEvaluator evaluator(eval_options(f, spec.stem, world));
   AgentResult r = run_agent(*model, evaluator, prompt, setup.templates, o);
   if (r.best_step)
-    fmt::print("best: step {} ({}) -> {}\n", r.best_step, r.best_speedup ? fmt::format("speedup {:.2f}x", *r.best_speedup) : "passed",
-               (o.dir / "best.cu").string());
-  else
-    fmt::print("no passing candidate in {} step(s)\n", r.steps_run);
+    fmt::print("best: step {} ({}) -> {}\n", r.best_step,
+               r.best_speedup ? fmt::format("speedup {:.2f}x", *r.best_speedup) : "passed", (o.dir / "best.cu").string());
+  else fmt::print("no passing candidate in {} step(s)\n", r.steps_run);
   fmt::print("stopped: {}\ntranscript: {}\n", r.stop_reason, r.transcript.string());
   return r.best_step ? 0 : 1;
 }

@@ -75,7 +75,8 @@ std::string default_label(const fs::path& dir) {
 
 int run_eval_batch(const EvalOptions& base, const BatchFlags& f) {
   if (!base.problem.empty())
-    fail(Errc::invalid_argument, "--solutions evaluates a directory; choose problems with --problems, not '" + base.problem + "'");
+    fail(Errc::invalid_argument,
+         "--solutions evaluates a directory; choose problems with --problems, not '" + base.problem + "'");
   if (!base.solution.empty()) fail(Errc::invalid_argument, "--solution and --solutions cannot be combined");
   auto all = discover_problems(problems_dir(base.problems_dir));
   auto selected = select_problems(all, f.problems);

@@ -10,9 +10,9 @@ namespace pkb::cli {
 
 struct BatchFlags {
   std::string solutions;  // DIR; batch mode when set
-  std::string problems;   // "1,2,7" or "all"
-  std::string label;      // default: DIR's name
-  std::string shard;      // "i/n": this shard of the jobs only
+  std::string problems;  // "1,2,7" or "all"
+  std::string label;  // default: DIR's name
+  std::string shard;  // "i/n": this shard of the jobs only
 };
 
 /// Declares --solutions, --problems and --label on `pkb eval`.

@@ -17,7 +17,8 @@ void print_facts(const HardwareFacts& h, const std::vector<PairRate>& pairs) {
              h.measured_at);
   if (!pairs.empty()) {
     fmt::print("  {:<8} {:>12} {:>12} {:>12}   GB/s, one direction\n", "pair", "SM stores", "SM loads", "copy engine");
-    for (auto& p : pairs) fmt::print("  {} -> {}   {:>12.1f} {:>12.1f} {:>12.1f}\n", p.from, p.to, p.store_gbps, p.load_gbps, p.ce_gbps);
+    for (auto& p : pairs)
+      fmt::print("  {} -> {}   {:>12.1f} {:>12.1f} {:>12.1f}\n", p.from, p.to, p.store_gbps, p.load_gbps, p.ce_gbps);
   }
   auto row = [](const char* what, double v, const char* unit) {
     if (v > 0) fmt::print("  {:<44} {:>9.2f} {}\n", what, v, unit);

@@ -26,7 +26,7 @@ struct SharedFlags {
   std::string seed;
   BatchFlags batch;  // eval only: --solutions DIR
   std::string mpirun = "mpirun";
-  bool full = false;                  // eval only: every cell of the spec (eval/full.hpp)
+  bool full = false;  // eval only: every cell of the spec (eval/full.hpp)
   std::optional<std::string> worlds;  // with --full
 };
 
@@ -47,10 +47,14 @@ void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
   sub.add_option("-M", f.m, "Override the size variable M")->check(at_least(1));
   sub.add_option("-N", f.n, "Override the size variable N")->check(at_least(1));
   sub.add_option("--set", f.sets, "Override any size variable: --set K=4096 (repeatable)");
-  sub.add_option("--trials", f.opts.trials, "Correctness trials, each with fresh inputs")->check(at_least(1))->envname("PKB_TRIALS");
+  sub.add_option("--trials", f.opts.trials, "Correctness trials, each with fresh inputs")
+      ->check(at_least(1))
+      ->envname("PKB_TRIALS");
   sub.add_option("--atol", f.opts.atol, "Absolute tolerance (default: the spec's, usually 1e-2)")->check(at_least(0));
   sub.add_option("--rtol", f.opts.rtol, "Relative tolerance (default: the spec's, usually 1e-2)")->check(at_least(0));
-  sub.add_option("--warmup", f.opts.warmup, "Warm-up calls before timing (capped at ~2 s)")->check(at_least(0))->envname("PKB_WARMUP");
+  sub.add_option("--warmup", f.opts.warmup, "Warm-up calls before timing (capped at ~2 s)")
+      ->check(at_least(0))
+      ->envname("PKB_WARMUP");
   sub.add_option("--iters", f.opts.iters, "Timed calls (each checked)")->check(at_least(1))->envname("PKB_ITERS");
   if (is_eval) sub.add_flag("--no-perf", f.no_perf, "Check correctness only; no timing");
   if (is_eval)
@@ -71,10 +75,13 @@ void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
     sub.add_flag("--full", f.full,
                  "Evaluate every (world size, dtype, size class) cell the spec allows, each an eval of its own, and "
                  "record one verdict over all of them");
-    sub.add_option("--worlds", f.worlds, "With --full: the world sizes, e.g. 2,4 (default 2,4,8 where the spec and the GPUs allow)");
+    sub.add_option("--worlds", f.worlds,
+                   "With --full: the world sizes, e.g. 2,4 (default 2,4,8 where the spec and the GPUs allow)");
   }
   if (!is_eval) sub.add_flag("--perf", f.perf, "Also time the solution");
-  sub.add_option("--timeout", f.opts.timeout_s, "Deadline in seconds per phase (each trial; setup and pkb_init get at least 60, finalize 30; the timed phase gets 5x)")
+  sub.add_option(
+         "--timeout", f.opts.timeout_s,
+         "Deadline in seconds per phase (each trial; setup and pkb_init get at least 60, finalize 30; the timed phase gets 5x)")
       ->envname("PKB_TIMEOUT");
   sub.add_option("--json", f.opts.json_out, "Append the record as one JSON line to this file")->envname("PKB_JSON");
   sub.add_option("--dump", f.opts.dump_dir, "Write inputs and outputs per trial and rank as safetensors under this directory");
@@ -97,9 +104,11 @@ void check_full_flags(const SharedFlags& f, const EvalOptions& o, bool batch) {
   if (f.worlds && !f.full) throw Error(Errc::invalid_argument, "--worlds goes with --full");
   if (!f.full) return;
   if (batch) throw Error(Errc::invalid_argument, "--full evaluates one solution: it does not go with --solutions DIR");
-  if (f.dtype) throw Error(Errc::invalid_argument, "--full runs every dtype the spec allows: it does not go with --dtype (or PKB_DTYPE)");
+  if (f.dtype)
+    throw Error(Errc::invalid_argument, "--full runs every dtype the spec allows: it does not go with --dtype (or PKB_DTYPE)");
   if (!o.size.empty() || !o.size_overrides.empty())
-    throw Error(Errc::invalid_argument, "--full runs every size class: it does not go with --size, -M, -N or --set (or PKB_SIZE)");
+    throw Error(Errc::invalid_argument,
+                "--full runs every size class: it does not go with --size, -M, -N or --set (or PKB_SIZE)");
 }
 
 int execute_full(const SharedFlags& f, const EvalOptions& o) {
@@ -107,7 +116,8 @@ int execute_full(const SharedFlags& f, const EvalOptions& o) {
   EvalRecord rec = run_full(fo, std::cout);
   std::cout.flush();
   print_summary(rec, stdout);
-  if (!o.json_out.empty()) fmt::print("  records    appended to {} (one full_part per cell run, then this summary)\n", o.json_out);
+  if (!o.json_out.empty())
+    fmt::print("  records    appended to {} (one full_part per cell run, then this summary)\n", o.json_out);
   return exit_code_for(rec);
 }
 
@@ -141,8 +151,10 @@ int execute(SharedFlags& f, bool is_eval) {
   }
   o.perf = is_eval ? !f.no_perf : f.perf;
   if (o.interleave > 0 && o.perf && (o.iters + o.interleave - 1) / o.interleave < 6)
-    fmt::print(stderr, "pkb: --interleave {} with --iters {} gives {} round(s): a 95% interval needs 6 (the record will say "
-                       "unstable)\n", o.interleave, o.iters, (o.iters + o.interleave - 1) / o.interleave);
+    fmt::print(stderr,
+               "pkb: --interleave {} with --iters {} gives {} round(s): a 95% interval needs 6 (the record will say "
+               "unstable)\n",
+               o.interleave, o.iters, (o.iters + o.interleave - 1) / o.interleave);
   if (!f.seed.empty()) {
     try {
       o.seed = std::stoull(f.seed, nullptr, 16);

@@ -49,7 +49,9 @@ int execute(const GenerateFlags& f) {
   for (auto& e : select_problems(f.problems, discover_problems(problems_dir(f.p.problems_dir)))) {
     Spec spec = load_spec(e.dir);
     int world = world_for(spec, f.p, setup);
-    nlohmann::json config{{"world", world}, {"size", f.p.size.empty() ? spec.default_size : f.p.size}, {"dtype", f.p.dtype},
+    nlohmann::json config{{"world", world},
+                          {"size", f.p.size.empty() ? spec.default_size : f.p.size},
+                          {"dtype", f.p.dtype},
                           {"backend", f.p.backend.empty() ? setup.templates.default_backend : f.p.backend},
                           {"hardware", setup.hardware_note}};
     prompts.push_back({spec.stem, build_prompt(spec, f.p, setup, world), config});
@@ -66,13 +68,16 @@ int execute(const GenerateFlags& f) {
   auto progress = [&](const SampleResult& r, const GenerateSummary& s) {
     std::string what = r.kept ? "kept" : std::string(to_string(r.status)) + fmt::format(" {:.1f} s", r.seconds);
     if (tty) fmt::print(stderr, "\r\033[K[generate] {} (last: {} {})", s.line(), sample_name(r.stem, r.sample), what);
-    else if (!f.quiet && !r.kept) fmt::print(stderr, "[generate] {} {}{} | {}\n", sample_name(r.stem, r.sample), what,
-                                  r.message.empty() ? "" : ": " + r.message, s.line());
+    else if (!f.quiet && !r.kept)
+      fmt::print(stderr, "[generate] {} {}{} | {}\n", sample_name(r.stem, r.sample), what,
+                 r.message.empty() ? "" : ": " + r.message, s.line());
   };
-  GenerateSummary sum = run_generate(prompts, o, [&] { return make_chat_model(llm); }, progress);
+  GenerateSummary sum = run_generate(
+      prompts, o, [&] { return make_chat_model(llm); }, progress);
   if (tty) fmt::print(stderr, "\n");
   fmt::print("{}: {}\n", o.run_dir.string(), sum.line());
-  if (sum.failed) fmt::print("{} sample(s) failed (see their .json records); run the same command again to retry them\n", sum.failed);
+  if (sum.failed)
+    fmt::print("{} sample(s) failed (see their .json records); run the same command again to retry them\n", sum.failed);
   // The evaluation must use the configuration the prompts promised.
   std::string same = (f.p.gpus > 0 ? fmt::format(" --gpus {}", f.p.gpus) : "") + (f.p.size.empty() ? "" : " --size " + f.p.size) +
                      (f.p.dtype == "bf16" ? "" : " --dtype " + f.p.dtype);

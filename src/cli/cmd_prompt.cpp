@@ -29,8 +29,8 @@ Command prompt_command() {
               if (o->print || o->out.empty()) fmt::print("{}", prompt.to_text());
               if (!o->out.empty()) {
                 write_file_atomic(o->out, prompt.to_text());
-                fmt::print(stderr, "pkb: prompt for {} (W={}) written to {} ({} bytes, sha256 {}); {}\n", spec.stem, world, o->out,
-                           prompt.system.size() + prompt.user.size(), prompt.sha256().substr(0, 12), setup.hardware_note);
+                fmt::print(stderr, "pkb: prompt for {} (W={}) written to {} ({} bytes, sha256 {}); {}\n", spec.stem, world,
+                           o->out, prompt.system.size() + prompt.user.size(), prompt.sha256().substr(0, 12), setup.hardware_note);
               }
               return 0;
             });

@@ -42,8 +42,7 @@ void render_to(const LoadedReport& report, ReportFormat format, const std::strin
 
 int run_report(const ReportFlags& f) {
   auto format = parse_report_format(f.format);
-  if (!format)
-    fail(Errc::invalid_argument, "unknown --format '" + f.format + "' (terminal, markdown, csv, json, html)");
+  if (!format) fail(Errc::invalid_argument, "unknown --format '" + f.format + "' (terminal, markdown, csv, json, html)");
   std::vector<fs::path> files(f.files.begin(), f.files.end());
   LoadedReport report = load_report(files, !f.no_verify, f.strict);
   for (auto& r : report.context.skipped) std::fprintf(stderr, "pkb report: skipped %s\n", r.c_str());
@@ -90,23 +89,22 @@ int run_compare(const CompareFlags& f) {
 }  // namespace
 
 Command report_command() {
-  return {"report", "Leaderboard from result files: pass@k, fast_p, geomean speedup, roofline %, matrix, HTML",
-          [](CLI::App& sub) {
-            auto f = std::make_shared<ReportFlags>();
-            sub.add_option("results", f->files, "JSON Lines files from pkb eval --json (several runs may share a file)")
-                ->required();
-            sub.add_option("--format,-f", f->format, "terminal, markdown, csv, json or html")->envname("PKB_REPORT_FORMAT");
-            sub.add_option("--out,-o", f->out, "Write the --format output to this file instead of stdout");
-            sub.add_option("--html", f->html, "Also write a self-contained HTML page with plots to this file");
-            sub.add_flag("--no-verify", f->no_verify, "Keep records whose MAC does not verify (results from another machine's pkb)");
-            sub.add_flag("--strict", f->strict, "A line that is not a record is an error (default: skipped with a warning naming file:line)");
-            return std::function<int()>([f] { return run_report(*f); });
-          }};
+  return {
+      "report", "Leaderboard from result files: pass@k, fast_p, geomean speedup, roofline %, matrix, HTML", [](CLI::App& sub) {
+        auto f = std::make_shared<ReportFlags>();
+        sub.add_option("results", f->files, "JSON Lines files from pkb eval --json (several runs may share a file)")->required();
+        sub.add_option("--format,-f", f->format, "terminal, markdown, csv, json or html")->envname("PKB_REPORT_FORMAT");
+        sub.add_option("--out,-o", f->out, "Write the --format output to this file instead of stdout");
+        sub.add_option("--html", f->html, "Also write a self-contained HTML page with plots to this file");
+        sub.add_flag("--no-verify", f->no_verify, "Keep records whose MAC does not verify (results from another machine's pkb)");
+        sub.add_flag("--strict", f->strict,
+                     "A line that is not a record is an error (default: skipped with a warning naming file:line)");
+        return std::function<int()>([f] { return run_report(*f); });
+      }};
 }
 
 Command compare_command() {
-  return {"compare", "Compare two --dump artifact directories (per rank, trial, tensor) or two result files",
-          [](CLI::App& sub) {
+  return {"compare", "Compare two --dump artifact directories (per rank, trial, tensor) or two result files", [](CLI::App& sub) {
             auto f = std::make_shared<CompareFlags>();
             sub.add_option("a", f->a, "Artifact directory (A: the expected side) or results file")->required();
             sub.add_option("b", f->b, "Artifact directory (B: the side checked) or results file");
@@ -117,7 +115,8 @@ Command compare_command() {
                              ->check(at_least(0));
             auto* rtol = sub.add_option("--rtol", f->rtol, "Relative tolerance (default 1e-2; as --atol)")->check(at_least(0));
             sub.add_option("--values", f->values, "With --inspect: how many leading values to print per tensor");
-            sub.add_flag("--strict", f->strict, "Results files: a line that is not a record is an error (default: skipped, listed)");
+            sub.add_flag("--strict", f->strict,
+                         "Results files: a line that is not a record is an error (default: skipped, listed)");
             return std::function<int()>([f, atol, rtol] {
               f->given = {atol->count() > 0, rtol->count() > 0};
               return run_compare(*f);

@@ -31,12 +31,15 @@ Command sweep_command() {
             sub.add_option("--classes", o->s.classes, "Sweep these named size classes instead of a byte range ('all': every one)")
                 ->delimiter(',');
             sub.add_flag("--graph", o->s.graph, "Also time CUDA-graph replays of the calls (pure device time)");
-            sub.add_option("--gpus,-g", o->s.eval.gpus, "World size W (default: all visible)")->check(at_least(1, kGpusHint))->envname("PKB_GPUS");
+            sub.add_option("--gpus,-g", o->s.eval.gpus, "World size W (default: all visible)")
+                ->check(at_least(1, kGpusHint))
+                ->envname("PKB_GPUS");
             declare_oversubscribe(sub, o->s.eval.oversubscribe);
             sub.add_option("--dtype", o->s.eval.dtype, "Benchmark dtype")->envname("PKB_DTYPE");
             sub.add_option("--iters", o->s.eval.iters, "Timed calls per size (each checked)")->check(at_least(1));
             sub.add_option("--warmup", o->s.eval.warmup, "Warm-up calls per size (capped at ~2 s)")->check(at_least(0));
-            sub.add_option("--trials", o->s.eval.trials, "Whole-output trials per size (sizes over 64 MiB of output use none)")->check(at_least(0));
+            sub.add_option("--trials", o->s.eval.trials, "Whole-output trials per size (sizes over 64 MiB of output use none)")
+                ->check(at_least(0));
             sub.add_option("--timeout", o->s.eval.timeout_s, "Deadline in seconds per phase");
             sub.add_option("--json", o->s.eval.json_out, "Append one record per size to this file");
             sub.add_option("--arch", o->arch, "nvcc -arch for solutions");

@@ -20,9 +20,9 @@
 namespace pkb::cli {
 
 std::vector<Command> command_table() {
-  return {list_command(),   show_command(),    run_command(),       eval_command(),  sweep_command(),
-          report_command(), compare_command(), calibrate_command(), build_command(), prompt_command(),
-          generate_command(), agent_command(), version_command()};
+  return {list_command(),     show_command(),    run_command(),       eval_command(),  sweep_command(),
+          report_command(),   compare_command(), calibrate_command(), build_command(), prompt_command(),
+          generate_command(), agent_command(),   version_command()};
 }
 
 namespace {
@@ -58,8 +58,7 @@ std::string solution_file_problem(const std::string& path) {
   auto st = std::filesystem::status(path, ec);
   if (st.type() == std::filesystem::file_type::not_found) return "solution file " + path + " does not exist";
   if (ec) return "solution file " + path + " cannot be read: " + ec.message();
-  if (st.type() == std::filesystem::file_type::directory)
-    return "solution file " + path + " is a directory, not a .cu file";
+  if (st.type() == std::filesystem::file_type::directory) return "solution file " + path + " is a directory, not a .cu file";
   if (st.type() != std::filesystem::file_type::regular) return "solution file " + path + " is not a regular file";
   if (access(path.c_str(), R_OK) != 0) return "solution file " + path + " is not readable";
   return {};
@@ -78,8 +77,7 @@ namespace {
 std::string clip_words(const std::string& text, size_t width) {
   if (text.size() <= width) return text;
   size_t cut = text.rfind(' ', width - 3);
-  while (cut != std::string::npos && cut > 0 && (text[cut - 1] == ' ' || text[cut - 1] == ',' || text[cut - 1] == '('))
-    --cut;
+  while (cut != std::string::npos && cut > 0 && (text[cut - 1] == ' ' || text[cut - 1] == ',' || text[cut - 1] == '(')) --cut;
   if (cut == std::string::npos || cut == 0) cut = std::min(text.find(' '), text.size());
   return text.substr(0, cut) + (cut < text.size() ? "..." : "");
 }
@@ -94,8 +92,7 @@ void print_problem_table(const std::vector<Spec>& specs) {
   std::vector<Row> rows{{"id", "name", "origin", "parallelism", "pattern", "tier"}};
   for (auto& s : specs)
     rows.push_back({std::to_string(s.id), s.name, clip_words(s.origin, kOrigin), clip_words(s.parallelism, kParallelism),
-                    clip_words(s.pattern, kPattern),
-                    fmt::format("T{}", s.tier)});
+                    clip_words(s.pattern, kPattern), fmt::format("T{}", s.tier)});
   size_t w[5] = {0, 0, 0, 0, 0};
   for (auto& r : rows) {
     w[0] = std::max(w[0], r.id.size());
@@ -170,14 +167,16 @@ std::string dist_text(const Dist& d) {
     case DistKind::spread: return fmt::format("uniform[{}, {}) * 2^-s, s in 0..7", d.lo * d.a, d.hi * d.a);
     case DistKind::distinct: return distinct_text(d);
     case DistKind::owner_ids:
-      return fmt::format("ids in [0, {}) whose owners (id mod W) follow row rank of a shared split matrix ({} per row), "
-                         "in random order", d.a, d.lo);
+      return fmt::format(
+          "ids in [0, {}) whose owners (id mod W) follow row rank of a shared split matrix ({} per row), "
+          "in random order",
+          d.a, d.lo);
     case DistKind::composition:
-      return fmt::format("integers in [0, {}], summing to {} on every rank and to W * {} across ranks at each position",
-                         2 * d.lo, static_cast<long long>(d.a) * d.lo, d.lo);
+      return fmt::format("integers in [0, {}], summing to {} on every rank and to W * {} across ranks at each position", 2 * d.lo,
+                         static_cast<long long>(d.a) * d.lo, d.lo);
     case DistKind::offsets:
-      return fmt::format("offsets: row pointers of {} rows, lengths in [0, {}], from 0 to {}",
-                         static_cast<long long>(d.a) - 1, 2 * d.lo, (static_cast<long long>(d.a) - 1) * d.lo);
+      return fmt::format("offsets: row pointers of {} rows, lengths in [0, {}], from 0 to {}", static_cast<long long>(d.a) - 1,
+                         2 * d.lo, (static_cast<long long>(d.a) - 1) * d.lo);
     case DistKind::permutation: return fmt::format("distinct integers in [0, {}) in random order", d.lo);
   }
   return "?";
@@ -188,8 +187,7 @@ std::string input_text(const TensorPlan& t, const TensorSpec& spec) {
   if (t.dist.shared && !per_rank_part(t.dist)) s += ", same on every rank";
   if (t.dist.share_group >= 0) s += fmt::format(", same on ranks of equal `{}`", spec.init.shared_by.text());
   if (!spec.init.of.empty()) s += fmt::format(" (the draw of `{}`)", spec.init.of);
-  if (t.dist.heldout)
-    s += "; held-out calls: " + dist_text(held_out(t.dist));
+  if (t.dist.heldout) s += "; held-out calls: " + dist_text(held_out(t.dist));
   if (t.mutable_) s += "; modified in place by the problem";
   return s;
 }
@@ -205,7 +203,8 @@ void print_tensors(const Instance& inst, bool inputs) {
       if (r < static_cast<int>(ranks.size()) && same_listing(get(r), get(start))) continue;
       const TensorPlan& t = get(start);
       std::string who = start == r - 1 ? fmt::format("rank {}", start) : fmt::format("ranks {}-{}", start, r - 1);
-      fmt::print("  {:<14} {:<10} {:<28} {:>10}  {}\n", t.name, who, shape_text(t.shape, t.dtype), format_bytes(static_cast<double>(t.bytes())),
+      fmt::print("  {:<14} {:<10} {:<28} {:>10}  {}\n", t.name, who, shape_text(t.shape, t.dtype),
+                 format_bytes(static_cast<double>(t.bytes())),
                  inputs ? input_text(t, inst.spec->inputs[i]) : "compared: " + comparison_text(t.compare));
       start = r;
     }
@@ -215,8 +214,7 @@ void print_tensors(const Instance& inst, bool inputs) {
 }  // namespace
 
 Command show_command() {
-  return {"show", "Show a problem: spec, shapes per rank for a world size and size, and the baseline source",
-          [](CLI::App& sub) {
+  return {"show", "Show a problem: spec, shapes per rank for a world size and size, and the baseline source", [](CLI::App& sub) {
             struct Opts {
               std::string problem, dir, dtype = "bf16", size;
               int gpus = 0;
@@ -243,12 +241,14 @@ Command show_command() {
               if (!d) throw pkb::Error(Errc::invalid_argument, "unknown dtype '" + o->dtype + "'");
               Instance inst = resolve(s, w, {o->size, {}}, *d);
               fmt::print("{} — {}\n  {}\n", s.stem, s.pattern, s.summary);
-              fmt::print("  origin: {}; parallelism: {}; tier T{}; W in [{}, {}]; dtypes:", s.origin, s.parallelism, s.tier, s.min_world, s.max_world);
+              fmt::print("  origin: {}; parallelism: {}; tier T{}; W in [{}, {}]; dtypes:", s.origin, s.parallelism, s.tier,
+                         s.min_world, s.max_world);
               for (auto x : s.dtypes) fmt::print(" {}", to_string(x));
               fmt::print("\n  sizes:");
               for (auto& sc : s.sizes) {
                 fmt::print(" {}{}(", sc.name == s.default_size ? "*" : "", sc.name);
-                for (size_t i = 0; i < sc.values.size(); ++i) fmt::print("{}{}={}", i ? ", " : "", sc.values[i].first, sc.values[i].second);
+                for (size_t i = 0; i < sc.values.size(); ++i)
+                  fmt::print("{}{}={}", i ? ", " : "", sc.values[i].first, sc.values[i].second);
                 fmt::print(")");
               }
               fmt::print("\n  tolerance: atol {} rtol {}\n", inst.tolerance.atol, inst.tolerance.rtol);
@@ -272,7 +272,8 @@ Command show_command() {
                 }
               }
               fmt::print("\nspec: {}\nsha256: {}\n", (s.dir / "spec.toml").string(), s.hash);
-              if (!o->no_source) fmt::print("\n----- baseline: {} -----\n{}", s.reference_path().string(), read_file(s.reference_path()));
+              if (!o->no_source)
+                fmt::print("\n----- baseline: {} -----\n{}", s.reference_path().string(), read_file(s.reference_path()));
               return 0;
             });
           }};

@@ -29,11 +29,11 @@ Command build_command();
 Command version_command();
 Command calibrate_command();
 Command sweep_command();
-Command report_command();   // cmd_report.cpp
+Command report_command();  // cmd_report.cpp
 Command compare_command();  // cmd_report.cpp
-Command prompt_command();    // cmd_prompt.cpp
+Command prompt_command();  // cmd_prompt.cpp
 Command generate_command();  // cmd_generate.cpp
-Command agent_command();     // cmd_agent.cpp
+Command agent_command();  // cmd_agent.cpp
 
 /// --oversubscribe (and PKB_OVERSUBSCRIBE=1), declared once for run, eval, sweep and agent.
 void declare_oversubscribe(CLI::App& sub, bool& flag);

@@ -17,7 +17,8 @@ void declare_prompt_flags(CLI::App& sub, PromptFlags& f) {
   sub.add_option("--size,-s", f.size, "Size class (default: the spec's)")->envname("PKB_SIZE");
   sub.add_option("--dtype", f.dtype, "Benchmark dtype D: bf16, fp16 or fp32")->envname("PKB_DTYPE");
   sub.add_option("--backend", f.backend, "Template backend section (default: the template file's)");
-  sub.add_option("--templates", f.templates, "Prompt template file (default: <pkb>/prompts/prompts.toml)")->envname("PKB_PROMPTS");
+  sub.add_option("--templates", f.templates, "Prompt template file (default: <pkb>/prompts/prompts.toml)")
+      ->envname("PKB_PROMPTS");
   sub.add_option("--hardware", f.hardware,
                  "Hardware facts for the prompt: auto (this machine's `pkb calibrate` record), none, or a calibration JSON file")
       ->envname("PKB_HARDWARE");
@@ -35,8 +36,9 @@ PromptSetup load_prompt_setup(const PromptFlags& f) {
     s.hardware_note = "no GPU visible; the prompt says the hardware was not measured";
   } else if (f.hardware == "auto") {
     s.hardware = load_calibration(sys.gpu_name, sys.gpu_count, sys.nvidia_driver);
-    s.hardware_note = s.hardware ? "hardware facts from " + calibration_path(sys.gpu_name, sys.gpu_count, sys.nvidia_driver).string()
-                                 : "no calibration for this machine (run `pkb calibrate`); the prompt says so";
+    s.hardware_note = s.hardware
+                          ? "hardware facts from " + calibration_path(sys.gpu_name, sys.gpu_count, sys.nvidia_driver).string()
+                          : "no calibration for this machine (run `pkb calibrate`); the prompt says so";
   } else {
     try {
       s.hardware = hardware_from_json(nlohmann::json::parse(read_file(f.hardware)));
@@ -78,8 +80,9 @@ void declare_model_flags(CLI::App& sub, ModelFlags& f) {
       ->envname("PKB_PROVIDER");
   sub.add_option("--base-url", f.base_url, "Endpoint base URL, e.g. http://127.0.0.1:8000/v1 (default: the provider's)")
       ->envname("PKB_BASE_URL");
-  sub.add_option("--api-key-env", f.api_key_env,
-                 "Environment variable holding the key (default: OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY/GOOGLE_API_KEY)")
+  sub.add_option(
+         "--api-key-env", f.api_key_env,
+         "Environment variable holding the key (default: OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY/GOOGLE_API_KEY)")
       ->envname("PKB_API_KEY_ENV");
   sub.add_option("--temperature", f.temperature, "Sampling temperature (default: the endpoint's)")->envname("PKB_TEMPERATURE");
   sub.add_option("--max-tokens", f.max_tokens, "Most tokens per reply")->envname("PKB_MAX_TOKENS");

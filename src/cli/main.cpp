@@ -71,10 +71,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", fmt::format("pkb {} (record schema {})", kHarnessVersion, kSchemaVersion),
                        "Print pkb's version and exit (`pkb version` also names CUDA, NCCL and the GPUs)");
-  app.footer("Examples:\n  pkb list\n  pkb show 1 --gpus 4\n  pkb run 1 --oracle\n"
-             "  pkb eval 1 --solution solutions/examples/1_allreduce_oneshot.cu --json results.jsonl\n"
-             "Exit codes: 0 ok, 1 the solution failed, 2 bad input (a bad flag or argument included), 3 harness error,\n"
-             "4 unsupported, 130 interrupted.");
+  app.footer(
+      "Examples:\n  pkb list\n  pkb show 1 --gpus 4\n  pkb run 1 --oracle\n"
+      "  pkb eval 1 --solution solutions/examples/1_allreduce_oneshot.cu --json results.jsonl\n"
+      "Exit codes: 0 ok, 1 the solution failed, 2 bad input (a bad flag or argument included), 3 harness error,\n"
+      "4 unsupported, 130 interrupted.");
   std::function<int()> handler;
   for (auto& c : table) {
     CLI::App* sub = app.add_subcommand(c.name, c.help);

@@ -44,7 +44,8 @@ bool natural_less(const std::string& a, const std::string& b) {
       size_t i2 = i, j2 = j;
       while (i2 < a.size() && std::isdigit(static_cast<unsigned char>(a[i2]))) ++i2;
       while (j2 < b.size() && std::isdigit(static_cast<unsigned char>(b[j2]))) ++j2;
-      long long x = std::stoll(a.substr(i, std::min<size_t>(i2 - i, 18))), y = std::stoll(b.substr(j, std::min<size_t>(j2 - j, 18)));
+      long long x = std::stoll(a.substr(i, std::min<size_t>(i2 - i, 18))),
+                y = std::stoll(b.substr(j, std::min<size_t>(j2 - j, 18)));
       if (x != y) return x < y;
       i = i2, j = j2;
     } else {
@@ -95,7 +96,8 @@ Comparison rule_of(const SafetensorsFile& a, const NamedTensor& t, Tolerance tol
   } else {
     double atol = 0, rtol = 0;
     if (std::sscanf(it->second.c_str(), "%lf %lf", &atol, &rtol) != 2 || atol < 0 || rtol < 0)
-      fail(Errc::invalid_argument, "compare." + t.name + " in A's metadata is neither \"exact\" nor \"atol rtol\": " + it->second);
+      fail(Errc::invalid_argument,
+           "compare." + t.name + " in A's metadata is neither \"exact\" nor \"atol rtol\": " + it->second);
     c.mode = CompareMode::tolerance;
     c.tol = {given.atol ? tol.atol : atol, given.rtol ? tol.rtol : rtol};
   }
@@ -165,7 +167,8 @@ ArtifactComparison compare_artifact_dirs(const fs::path& a, const fs::path& b, T
   for (auto& d : {a, b}) {
     std::error_code ec;
     if (!fs::exists(d, ec)) fail(Errc::invalid_argument, d.string() + " does not exist");
-    if (!fs::is_directory(d, ec)) fail(Errc::invalid_argument, d.string() + " is not a directory (artifacts come from --dump DIR)");
+    if (!fs::is_directory(d, ec))
+      fail(Errc::invalid_argument, d.string() + " is not a directory (artifacts come from --dump DIR)");
   }
   ArtifactComparison c{a, b, tol, given};
   std::vector<std::string> fa = safetensors_under(a), fb = safetensors_under(b);
@@ -174,11 +177,15 @@ ArtifactComparison compare_artifact_dirs(const fs::path& a, const fs::path& b, T
   std::set<std::string> in_b(fb.begin(), fb.end());
   for (auto& rel : fa) {
     if (in_b.count(rel)) compare_files(a, b, rel, tol, given, c);
-    else c.findings.push_back({rel, "", FindingKind::only_in_a, DType::fp32, {}, {}, false, "missing in B (a rank or trial B did not dump)"});
+    else
+      c.findings.push_back(
+          {rel, "", FindingKind::only_in_a, DType::fp32, {}, {}, false, "missing in B (a rank or trial B did not dump)"});
   }
   std::set<std::string> in_a(fa.begin(), fa.end());
   for (auto& rel : fb)
-    if (!in_a.count(rel)) c.findings.push_back({rel, "", FindingKind::only_in_b, DType::fp32, {}, {}, false, "missing in A (a rank or trial A did not dump)"});
+    if (!in_a.count(rel))
+      c.findings.push_back(
+          {rel, "", FindingKind::only_in_b, DType::fp32, {}, {}, false, "missing in A (a rank or trial A did not dump)"});
   return c;
 }
 
@@ -196,7 +203,8 @@ std::string format_artifact_comparison(const ArtifactComparison& c) {
     std::string type = f.shape.empty() && f.tensor.empty() ? "" : shape_text(f.dtype, f.shape);
     std::string detail = f.detail;
     if (f.kind == FindingKind::agree)
-      detail = f.bitwise_equal ? "bitwise equal" : fmt::format("max abs err {:.3g}, max rel err {:.3g}", f.stats.max_abs, f.stats.max_rel);
+      detail = f.bitwise_equal ? "bitwise equal"
+                               : fmt::format("max abs err {:.3g}, max rel err {:.3g}", f.stats.max_abs, f.stats.max_rel);
     if (f.kind == FindingKind::differ) detail = describe_mismatch(f.stats, f.shape);
     o += fmt::format("  {:<30} {:<16} {:<22} {:<13} {}\n", f.file, what, type, to_string(f.kind), detail);
   }
@@ -222,7 +230,8 @@ std::string tensor_summary(const NamedTensor& t, int values) {
   std::string first;
   for (size_t i = 0; i < n && i < static_cast<size_t>(values); ++i)
     first += fmt::format("{}{:.6g}", i ? ", " : "", load_as_double(t.bytes.data(), t.dtype, i));
-  std::string stats = finite ? fmt::format("min {:.6g} max {:.6g} mean {:.6g}", lo, hi, sum / static_cast<double>(finite)) : "no finite value";
+  std::string stats =
+      finite ? fmt::format("min {:.6g} max {:.6g} mean {:.6g}", lo, hi, sum / static_cast<double>(finite)) : "no finite value";
   if (finite < n) stats += fmt::format(", {} non-finite", n - finite);
   return fmt::format("    {:<20} {:<24} {}; first: [{}{}]\n", t.name, shape_text(t.dtype, t.shape), stats, first,
                      n > static_cast<size_t>(values) ? ", ..." : "");

@@ -15,19 +15,19 @@
 namespace pkb {
 
 enum class FindingKind {
-  agree,          // every element within tolerance
-  differ,         // some element outside it
-  only_in_a,      // a file or tensor B lacks (a missing rank, a missing output)
+  agree,  // every element within tolerance
+  differ,  // some element outside it
+  only_in_a,  // a file or tensor B lacks (a missing rank, a missing output)
   only_in_b,
   shape_differs,
   dtype_differs,
-  unreadable,     // not a valid safetensors file
+  unreadable,  // not a valid safetensors file
 };
 
 std::string_view to_string(FindingKind k);
 
 struct TensorFinding {
-  std::string file;    // relative path, e.g. "trial_0/rank_1.safetensors"
+  std::string file;  // relative path, e.g. "trial_0/rank_1.safetensors"
   std::string tensor;  // e.g. "output.out"; empty for a finding about the whole file
   FindingKind kind = FindingKind::agree;
   DType dtype = DType::fp32;
@@ -46,7 +46,7 @@ struct ArtifactComparison {
   std::filesystem::path a, b;
   Tolerance tol;
   GivenTolerance given;
-  size_t own_rules = 0;    // tensors compared under the rule A's dump states for them
+  size_t own_rules = 0;  // tensors compared under the rule A's dump states for them
   size_t files = 0;  // matched pairs of files
   std::vector<TensorFinding> findings;
   std::vector<std::string> notes;  // e.g. the two dumps used different seeds

@@ -42,10 +42,12 @@ class CompareArtifacts : public ::testing::Test {
     std::map<std::string, std::string> seed_a{{"seed", "00aa"}}, seed_b{{"seed", "00aa"}};
     write_safetensors(a_ / "trial_0/rank_0.safetensors",
                       {f32("input.x", {1, 2, 3, 4}), f32("output.out", {1, 2, 3, 4}), f32("output.aux", {1, 2, 3, 4}, {2, 2}),
-                       i32("output.idx", {1, 2})}, seed_a);
+                       i32("output.idx", {1, 2})},
+                      seed_a);
     write_safetensors(b_ / "trial_0/rank_0.safetensors",
                       {f32("input.x", {1, 2, 3, 4}), f32("output.out", {1, 2.001f, 3, 4}), f32("output.aux", {1, 2, 3, 4}),
-                       f32("output.idx", {1, 2}), f32("output.extra", {0})}, seed_b);
+                       f32("output.idx", {1, 2}), f32("output.extra", {0})},
+                      seed_b);
     write_safetensors(a_ / "trial_0/rank_1.safetensors", {f32("output.out", {10, 20, 30, 40})}, {{"seed", "00aa"}});
     write_safetensors(b_ / "trial_0/rank_1.safetensors", {f32("output.out", {10, 25, 30, 40})}, {{"seed", "00bb"}});
     write_safetensors(a_ / "trial_1/rank_0.safetensors", {f32("output.out", {1})});  // rank missing in B
@@ -95,9 +97,9 @@ TEST_F(CompareArtifacts, EveryRankTrialAndTensor) {
   EXPECT_NE(c.notes[0].find("different seeds (00aa vs 00bb)"), std::string::npos);
 
   std::string text = format_artifact_comparison(c);
-  for (const char* want : {"trial_0/rank_1.safetensors", "DIFFER", "first at [1]: got 25, expected 20",
-                           "bitwise equal", "missing in B (a rank or trial B did not dump)", "A fp32[2, 2], B fp32[4]", "note: A and B were dumped",
-                           "2 file pairs compared"})
+  for (const char* want : {"trial_0/rank_1.safetensors", "DIFFER", "first at [1]: got 25, expected 20", "bitwise equal",
+                           "missing in B (a rank or trial B did not dump)", "A fp32[2, 2], B fp32[4]",
+                           "note: A and B were dumped", "2 file pairs compared"})
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
 }
 
@@ -111,17 +113,17 @@ TEST_F(CompareArtifacts, ToleranceIsTheUsersChoice) {
 TEST_F(CompareArtifacts, EachOutputHeldToTheRuleADumpStates) {
   // pkb's --dump states every output's rule; a PyTorch side (B) states none.
   auto dir = root_ / "rules";
-  std::map<std::string, std::string> rules{{"compare.output.radii", "1 0"}, {"compare.output.exact", "exact"},
-                                           {"compare.output.loose", "0.1 0"}};
+  std::map<std::string, std::string> rules{
+      {"compare.output.radii", "1 0"}, {"compare.output.exact", "exact"}, {"compare.output.loose", "0.1 0"}};
   write_safetensors(dir / "A/trial_0/rank_0.safetensors",
                     {i32("output.radii", {4, 7}), f32("output.exact", {1, 2}), f32("output.loose", {1, 2})}, rules);
   write_safetensors(dir / "B/trial_0/rank_0.safetensors",
                     {i32("output.radii", {5, 7}), f32("output.exact", {1, 2.0001f}), f32("output.loose", {1.05f, 2})});
   ArtifactComparison c = compare_artifact_dirs(dir / "A", dir / "B", {1e-2, 1e-2}, {false, false});
   EXPECT_EQ(c.own_rules, 3u);
-  EXPECT_EQ(find(c, "trial_0/rank_0.safetensors", "output.radii")->kind, FindingKind::agree);   // +-1 stated
+  EXPECT_EQ(find(c, "trial_0/rank_0.safetensors", "output.radii")->kind, FindingKind::agree);  // +-1 stated
   EXPECT_EQ(find(c, "trial_0/rank_0.safetensors", "output.exact")->kind, FindingKind::differ);  // 1e-4 off an exact output
-  EXPECT_EQ(find(c, "trial_0/rank_0.safetensors", "output.loose")->kind, FindingKind::agree);   // 0.05 within its 0.1
+  EXPECT_EQ(find(c, "trial_0/rank_0.safetensors", "output.loose")->kind, FindingKind::agree);  // 0.05 within its 0.1
   EXPECT_NE(format_artifact_comparison(c).find("each output's rule from A's dump"), std::string::npos);
   // --atol given: it replaces the stated atol; exact stays exact.
   ArtifactComparison g = compare_artifact_dirs(dir / "A", dir / "B", {1e-3, 0}, {true, false});
@@ -188,9 +190,8 @@ TEST(CompareResults, ProblemsSideBySide) {
   EXPECT_FALSE(d.rows[1].b);
   EXPECT_FALSE(d.rows[2].a);
   std::string text = format_results_diff(d, true);
-  for (const char* want : {"1_allreduce", "ok 20.00 us (1.50x)", "ok 10.00 us (3.00x)", "2.000", "mismatch",
-                           "A " , "a.jsonl:2: it went wrong", "7_reducescatter",
-                           "1 cell record of `pkb eval --full` left out"})
+  for (const char* want : {"1_allreduce", "ok 20.00 us (1.50x)", "ok 10.00 us (3.00x)", "2.000", "mismatch", "A ",
+                           "a.jsonl:2: it went wrong", "7_reducescatter", "1 cell record of `pkb eval --full` left out"})
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
   EXPECT_EQ(format_results_diff(d, false).find("it went wrong"), std::string::npos);
   EXPECT_THROW(compare_result_files(dir / "a.jsonl", dir / "missing.jsonl"), Error);

@@ -66,8 +66,8 @@ ResultsDiff compare_result_files(const std::filesystem::path& a, const std::file
 }
 
 std::string format_results_diff(const ResultsDiff& d, bool inspect) {
-  std::string o = fmt::format("pkb compare  A: {} ({} records)  B: {} ({} records)\n", d.a.string(), d.a_records,
-                              d.b.string(), d.b_records);
+  std::string o =
+      fmt::format("pkb compare  A: {} ({} records)  B: {} ({} records)\n", d.a.string(), d.a_records, d.b.string(), d.b_records);
   for (auto& sk : d.skipped) o += "  skipped " + sk + "\n";
   if (d.cells_left_out)
     o += fmt::format("  {} cell record{} of `pkb eval --full` left out (their summaries are compared)\n", d.cells_left_out,

@@ -16,7 +16,7 @@ namespace pkb {
 struct ResultsDiffRow {
   int problem_id = 0;
   std::string problem;  // stem
-  std::string config;   // "W=4 bf16 default"
+  std::string config;  // "W=4 bf16 default"
   std::optional<ResultRow> a, b;
   std::optional<double> ratio;  // a.candidate_us / b.candidate_us, when both are timed
 };
@@ -24,7 +24,7 @@ struct ResultsDiffRow {
 struct ResultsDiff {
   std::filesystem::path a, b;
   size_t a_records = 0, b_records = 0;
-  size_t cells_left_out = 0;         // `pkb eval --full` cells (kind full_part): their summaries stand for them
+  size_t cells_left_out = 0;  // `pkb eval --full` cells (kind full_part): their summaries stand for them
   std::vector<ResultsDiffRow> rows;  // by problem id, then configuration
   std::vector<std::string> skipped;  // "file:line: why": lines that are not records (unless strict)
 };

@@ -5,8 +5,8 @@
 #include <set>
 
 #include "core/digest.hpp"
-#include "core/error.hpp"
 #include "core/dtype.hpp"
+#include "core/error.hpp"
 #include "core/hash.hpp"
 #include "core/hex.hpp"
 #include "core/philox.hpp"
@@ -39,8 +39,14 @@ TEST(Philox, KnownAnswers) {
   };
   Kat kats[] = {
       {{{0, 0, 0, 0}}, 0, 0, {{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}}},
-      {{{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}}, 0xffffffff, 0xffffffff, {{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}}},
-      {{{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}}, 0xa4093822, 0x299f31d0, {{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}}},
+      {{{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}},
+       0xffffffff,
+       0xffffffff,
+       {{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}}},
+      {{{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}},
+       0xa4093822,
+       0x299f31d0,
+       {{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}}},
   };
   for (auto& k : kats) {
     auto got = rng::philox4x32_10(k.ctr, k.k0, k.k1);
@@ -139,7 +145,8 @@ TEST(TrialParams, StayInRangeVaryPerCallAndAreDeterministic) {
   EXPECT_EQ(trial_param_value(9, 9, 0, fixed), 3);
   int differ = 0;  // two parameters of one call are drawn independently
   TrialParam wide{"x", 0, 1000000};
-  for (uint64_t call = 0; call < 20; ++call) differ += trial_param_value(call, call, 0, wide) != trial_param_value(call, call, 1, wide);
+  for (uint64_t call = 0; call < 20; ++call)
+    differ += trial_param_value(call, call, 0, wide) != trial_param_value(call, call, 1, wide);
   EXPECT_GT(differ, 15);
 }
 
@@ -215,8 +222,8 @@ TEST(Generate, HeldOutCallsRedrawFloatingGridsOffTheGridWithMixedMagnitudes) {
     small += std::fabs(f[i]) < 0.125f;
     positive += f[i] > 0;
   }
-  EXPECT_GT(off_grid, count * 95 / 100);   // an int8 code of 16 x loses them
-  EXPECT_GT(small, count * 40 / 100);      // scales down to 2^-7 (about half the draws are < 1/8)
+  EXPECT_GT(off_grid, count * 95 / 100);  // an int8 code of 16 x loses them
+  EXPECT_GT(small, count * 40 / 100);  // scales down to 2^-7 (about half the draws are < 1/8)
   EXPECT_NEAR(double(positive) / count, 0.5, 0.02);
   // The same bits on every call (host and device share this code; the kernel calls it too).
   std::vector<uint16_t> a(64), b(64);
@@ -315,7 +322,6 @@ TEST(Stats, PercentilesAndSummary) {
   EXPECT_EQ(m, (std::vector<double>{2, 5, 3.5}));
   EXPECT_THROW(max_over_ranks({{1, 2}, {1}}), Error);
 }
-
 
 // Structured draws (C4). Each test generates tensors element by element with generate_element, as
 // the workers and the driver's oracle path do, and checks the structure the problem relies on.

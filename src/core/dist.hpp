@@ -13,39 +13,39 @@
 namespace pkb {
 
 enum class DistKind : int32_t {
-  normal,   // approximately N(a, b^2): centred Irwin-Hall sum of four 24-bit uniforms, scaled to
-            // unit variance (bounded to +-3.46 sigma; exact integer arithmetic)
+  normal,  // approximately N(a, b^2): centred Irwin-Hall sum of four 24-bit uniforms, scaled to
+           // unit variance (bounded to +-3.46 sigma; exact integer arithmetic)
   uniform,  // uniform in [a, b)
-  grid,     // k * a for an integer k uniform in [lo, hi]: with a power-of-two a, sums of such
-            // values are exact in any order (reductions that every correct algorithm gets
-            // bit-identically, as nccl-tests does)
+  grid,  // k * a for an integer k uniform in [lo, hi]: with a power-of-two a, sums of such
+         // values are exact in any order (reductions that every correct algorithm gets
+         // bit-identically, as nccl-tests does)
   randint,  // integer uniform in [lo, hi]
   zeros,
   ones,
-  arange,   // element index (lo + index)
-  split,    // one row or column of a random W x W count matrix whose rows and columns all sum to
-            // `total` (all-to-all split sizes every rank agrees on); see split_count
-  spread,   // a grid's held-out redraw (held_out below): continuous in [lo * a, hi * a), times 2^-s
-            // for s uniform in 0..7, so that values are off the grid and of mixed magnitudes
+  arange,  // element index (lo + index)
+  split,  // one row or column of a random W x W count matrix whose rows and columns all sum to
+          // `total` (all-to-all split sizes every rank agrees on); see split_count
+  spread,  // a grid's held-out redraw (held_out below): continuous in [lo * a, hi * a), times 2^-s
+           // for s uniform in 0..7, so that values are off the grid and of mixed magnitudes
   // Structured integer draws (C4): each element is still a pure function of (key, index), but of a
   // draw that spans a row, a tensor or every rank; integer valued, stored in any dtype.
-  distinct,     // rows of k distinct integers in [0, n), ascending, or a view of such a draw (DistinctView)
-  owner_ids,    // integers in [0, a) whose owners (value mod W) follow row `rank` of a split matrix, in a
-                // random order: an exchange by owner has static sizes; see owner_id
+  distinct,  // rows of k distinct integers in [0, n), ascending, or a view of such a draw (DistinctView)
+  owner_ids,  // integers in [0, a) whose owners (value mod W) follow row `rank` of a split matrix, in a
+              // random order: an exchange by owner has static sizes; see owner_id
   composition,  // integers in [0, 2 lo] whose sum over each rank's tensor is numel * lo and whose sum over
                 // the ranks at every position is W * lo (jagged lengths with static totals); see composed
-  offsets,      // nondecreasing row pointers of a jagged (CSR / CSC) layout of numel - 1 rows: element i is
-                // i lo + u_i (u uniform in [0, lo], 0 at both ends), so row lengths lie in [0, 2 lo] and
-                // sum to (numel - 1) lo; see offset_at
+  offsets,  // nondecreasing row pointers of a jagged (CSR / CSC) layout of numel - 1 rows: element i is
+            // i lo + u_i (u uniform in [0, lo], 0 at both ends), so row lengths lie in [0, 2 lo] and
+            // sum to (numel - 1) lo; see offset_at
   permutation,  // distinct integers in [0, lo) in random order: a random bijection of [0, lo) at the
                 // element indices (numel <= lo); see permutation_at
 };
 
 /// What a `distinct` tensor holds of its draw: M rows of k distinct values in [0, n), ascending.
 enum class DistinctView : int32_t {
-  values = 0,   // [M, k]: the rows themselves
-  onehot = 1,   // [n, k, M]: 1 where row m's j-th value is v (an expert mask, one-hot per top-k slot)
-  mask = 2,     // [n, M]: 1 where row m holds v (a routing map)
+  values = 0,  // [M, k]: the rows themselves
+  onehot = 1,  // [n, k, M]: 1 where row m's j-th value is v (an expert mask, one-hot per top-k slot)
+  mask = 2,  // [n, M]: 1 where row m holds v (a routing map)
   grouped = 3,  // [k * M]: row indices grouped by value, ascending within a value (an expert-major
                 // token order, masked_select of a routing map); O(M) work per element
 };
@@ -67,8 +67,8 @@ struct Dist {
   double b = 1.0;
   int64_t lo = 0;
   int64_t hi = 0;
-  bool shared = false;   // the same values on every rank: the key ignores the rank
-  int64_t slot = -1;     // key slot instead of the tensor index (>= 0: tensors with one slot share draws)
+  bool shared = false;  // the same values on every rank: the key ignores the rank
+  int64_t slot = -1;  // key slot instead of the tensor index (>= 0: tensors with one slot share draws)
   int64_t share_group = -1;  // >= 0: this rank's value of the input's `shared_by`; ranks with one value
                              // draw alike (the key uses kShareGroupBase + share_group for the rank)
   bool heldout = false;  // a floating grid input that held-out calls redraw as `spread` (held_out)
@@ -95,8 +95,8 @@ inline bool per_rank_part(const Dist& d) {
 /// Whether two ranks' tensors are drawn alike, for listing ranks together (a split's `b` is the
 /// rank, which its description does not name).
 inline bool same_draw(const Dist& x, const Dist& y) {
-  return x.kind == y.kind && x.a == y.a && (x.b == y.b || per_rank_part(x)) && x.lo == y.lo &&
-         x.hi == y.hi && x.shared == y.shared && x.slot == y.slot && (x.share_group < 0) == (y.share_group < 0) && x.heldout == y.heldout;
+  return x.kind == y.kind && x.a == y.a && (x.b == y.b || per_rank_part(x)) && x.lo == y.lo && x.hi == y.hi &&
+         x.shared == y.shared && x.slot == y.slot && (x.share_group < 0) == (y.share_group < 0) && x.heldout == y.heldout;
 }
 
 /// The key slot of `split` matrices, offset so that it cannot meet a tensor index.
@@ -111,9 +111,7 @@ inline constexpr uint64_t kShareGroupBase = 1ull << 32;
 /// Key of input `tensor` of `rank` for (seed, stream), honouring shared tensors (every rank, or
 /// ranks with one `shared_by` value) and key slots.
 PKB_HD uint64_t input_key(uint64_t seed, uint64_t stream, uint64_t rank, uint64_t tensor, const Dist& d) {
-  uint64_t who = d.shared ? kSharedRank
-                 : d.share_group >= 0 ? kShareGroupBase + static_cast<uint64_t>(d.share_group)
-                                      : rank;
+  uint64_t who = d.shared ? kSharedRank : d.share_group >= 0 ? kShareGroupBase + static_cast<uint64_t>(d.share_group) : rank;
   return rng::tensor_key(seed, stream, who, d.slot >= 0 ? static_cast<uint64_t>(d.slot) : tensor);
 }
 
@@ -152,9 +150,7 @@ PKB_HD int64_t split_count(uint64_t key, int64_t world, int64_t total, int64_t f
 
 namespace detail {
 PKB_HD uint64_t bounded(uint64_t bits, uint64_t range) { return range == 0 ? bits : bits % range; }
-PKB_HD uint64_t bits64(const rng::U32x4& r) {
-  return (static_cast<uint64_t>(r.v[1]) << 32) | r.v[0];
-}
+PKB_HD uint64_t bits64(const rng::U32x4& r) { return (static_cast<uint64_t>(r.v[1]) << 32) | r.v[0]; }
 
 /// splitmix64's finaliser: the round function of permute_index.
 PKB_HD uint64_t mix64(uint64_t z) {
@@ -203,9 +199,7 @@ PKB_HD int64_t distinct_element(const Dist& d, uint64_t key, uint64_t index) {
   if (k <= 0 || k > kDistinctMaxK || n < k || rows == 0) return 0;  // rejected when a spec resolves
   int64_t row[kDistinctMaxK];
   switch (static_cast<DistinctView>(static_cast<int32_t>(d.b))) {
-    case DistinctView::values:
-      detail::distinct_row(key, n, k, index / k, row);
-      return row[index % k];
+    case DistinctView::values: detail::distinct_row(key, n, k, index / k, row); return row[index % k];
     case DistinctView::onehot: {
       uint64_t m = index % rows, j = (index / rows) % k;
       detail::distinct_row(key, n, k, m, row);
@@ -330,7 +324,7 @@ PKB_HD float sample_float(const Dist& d, const rng::U32x4& r) {
     case DistKind::normal: {
       uint32_t s = (r.v[0] >> 8) + (r.v[1] >> 8) + (r.v[2] >> 8) + (r.v[3] >> 8);  // < 2^26
       float centred = static_cast<float>(s) * 0x1p-24f - 2.0f;  // exact product, one rounding
-      float z = centred * 1.7320508075688772f;                   // unit variance
+      float z = centred * 1.7320508075688772f;  // unit variance
       return fmaf(static_cast<float>(d.b), z, static_cast<float>(d.a));
     }
     case DistKind::uniform: {
@@ -357,7 +351,7 @@ PKB_HD float sample_float(const Dist& d, const rng::U32x4& r) {
     case DistKind::zeros: return 0.0f;
     case DistKind::ones: return 1.0f;
     case DistKind::arange: return 0.0f;  // handled by the caller, which knows the index
-    case DistKind::split: return 0.0f;   // integer tensors only (checked when a spec resolves)
+    case DistKind::split: return 0.0f;  // integer tensors only (checked when a spec resolves)
     case DistKind::distinct:
     case DistKind::owner_ids:
     case DistKind::composition:

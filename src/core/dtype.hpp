@@ -27,16 +27,18 @@ enum class DType : int32_t {
 
 PKB_HD size_t dtype_size(DType d) {
   switch (d) {
-    case DType::bf16: case DType::fp16: return 2;
-    case DType::fp32: case DType::i32: return 4;
-    case DType::fp64: case DType::i64: return 8;
+    case DType::bf16:
+    case DType::fp16: return 2;
+    case DType::fp32:
+    case DType::i32: return 4;
+    case DType::fp64:
+    case DType::i64: return 8;
     default: return 1;
   }
 }
 
 PKB_HD bool is_floating(DType d) {
-  return d == DType::bf16 || d == DType::fp16 || d == DType::fp32 || d == DType::fp64 ||
-         d == DType::fp8_e4m3;
+  return d == DType::bf16 || d == DType::fp16 || d == DType::fp32 || d == DType::fp64 || d == DType::fp8_e4m3;
 }
 
 /// Short name used in specs, CLI and records: bf16, fp16, fp32, fp64, int8, uint8, int32, int64,
@@ -103,8 +105,7 @@ PKB_HD void generate_element(void* base, DType d, const Dist& dist, uint64_t key
     case DType::bf16:
     case DType::fp16:
     case DType::fp32: {
-      float v = dist.kind == DistKind::arange ? static_cast<float>(dist.lo + static_cast<int64_t>(index))
-                                              : sample_float(dist, r);
+      float v = dist.kind == DistKind::arange ? static_cast<float>(dist.lo + static_cast<int64_t>(index)) : sample_float(dist, r);
       if (d == DType::bf16) static_cast<uint16_t*>(base)[index] = num::float_to_bf16(v);
       else if (d == DType::fp16) static_cast<uint16_t*>(base)[index] = num::float_to_fp16(v);
       else static_cast<float*>(base)[index] = v;
@@ -112,8 +113,7 @@ PKB_HD void generate_element(void* base, DType d, const Dist& dist, uint64_t key
     }
     case DType::fp64:
       static_cast<double*>(base)[index] =
-          dist.kind == DistKind::arange ? static_cast<double>(dist.lo + static_cast<int64_t>(index))
-                                        : sample_double(dist, r);
+          dist.kind == DistKind::arange ? static_cast<double>(dist.lo + static_cast<int64_t>(index)) : sample_double(dist, r);
       break;
     default: break;  // integers above; fp8_e4m3 inputs are not generated
   }

@@ -9,15 +9,15 @@ namespace pkb {
 
 enum class Errc {
   invalid_argument,  // bad user input (CLI flag, unknown problem, size that does not divide)
-  not_found,         // a file or entry that should exist does not
-  parse_error,       // malformed spec, JSON, TOML or expression
-  io_error,          // read/write/socket failures
+  not_found,  // a file or entry that should exist does not
+  parse_error,  // malformed spec, JSON, TOML or expression
+  io_error,  // read/write/socket failures
   cuda_error,
   nccl_error,
   cublas_error,
-  protocol_error,    // a peer sent something the control protocol does not allow
+  protocol_error,  // a peer sent something the control protocol does not allow
   timeout,
-  internal,          // a bug in pkb
+  internal,  // a bug in pkb
 };
 
 std::string_view to_string(Errc code);

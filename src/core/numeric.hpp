@@ -75,10 +75,8 @@ PKB_HD float fp8e4m3_to_float(uint8_t v) {
   uint32_t mant = v & 0x7u;
   float out;
   if (exp == 0xfu && mant == 0x7u) return bits_float(0x7fc00000u);
-  if (exp == 0)
-    out = static_cast<float>(mant) * 0.001953125f;  // mant * 2^-9
-  else
-    out = bits_float(((exp + 120u) << 23) | (mant << 20));
+  if (exp == 0) out = static_cast<float>(mant) * 0.001953125f;  // mant * 2^-9
+  else out = bits_float(((exp + 120u) << 23) | (mant << 20));
   return sign ? -out : out;
 }
 

@@ -20,7 +20,8 @@ PKB_HD uint64_t poison_pattern(DType d, uint64_t bits) {
     // A bool is written as 0 or 1: its poison is a byte no write produces (it used to be any byte,
     // so 2 calls in 256 took a fully written bool output for an unwritten one).
     case DType::boolean: return 2u + (bits & 0xFFu) % 254u;
-    case DType::i8: case DType::u8: return bits & 0xFFu;
+    case DType::i8:
+    case DType::u8: return bits & 0xFFu;
     case DType::i32: return bits & 0xFFFFFFFFu;
     case DType::i64: return bits;
   }

@@ -6,18 +6,18 @@
 namespace pkb {
 
 enum class Status {
-  ok,             // every check passed
+  ok,  // every check passed
   compile_error,  // nvcc rejected the source (or ran past its deadline)
-  load_error,     // the shared object could not be loaded, or lacks an entry point
+  load_error,  // the shared object could not be loaded, or lacks an entry point
   runtime_error,  // a CUDA/NCCL/cuBLAS error or a non-zero return from an entry point
-  mismatch,       // an output differs from the baseline (or is unwritten, non-finite, mis-shaped)
-  crash,          // a worker died (signal or unexpected exit)
-  timeout,        // a phase (or the whole job) ran past its deadline
-  protocol_error, // a worker hosting the candidate sent a malformed, unexpected or out-of-order frame
+  mismatch,  // an output differs from the baseline (or is unwritten, non-finite, mis-shaped)
+  crash,  // a worker died (signal or unexpected exit)
+  timeout,  // a phase (or the whole job) ran past its deadline
+  protocol_error,  // a worker hosting the candidate sent a malformed, unexpected or out-of-order frame
   harness_error,  // pkb itself failed; never charged to the candidate
-  flagged,        // passed, but a measurement is implausible (e.g. faster than the roofline floor)
-  unsupported,    // the solution asked for what this run cannot give (symmetric memory with
-                  // --oversubscribe); neither a pass nor a failure, never an attempt in pass@k
+  flagged,  // passed, but a measurement is implausible (e.g. faster than the roofline floor)
+  unsupported,  // the solution asked for what this run cannot give (symmetric memory with
+                // --oversubscribe); neither a pass nor a failure, never an attempt in pass@k
 };
 
 std::string_view to_string(Status s);

@@ -20,8 +20,7 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
-std::vector<std::string> closest_matches(std::string_view word, const std::vector<std::string>& candidates,
-                                         size_t limit) {
+std::vector<std::string> closest_matches(std::string_view word, const std::vector<std::string>& candidates, size_t limit) {
   std::vector<std::pair<size_t, std::string>> scored;
   size_t max_dist = std::max<size_t>(2, word.size() / 3);
   for (auto& c : candidates) {

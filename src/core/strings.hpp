@@ -13,8 +13,7 @@ namespace pkb {
 size_t edit_distance(std::string_view a, std::string_view b);
 
 /// The candidates closest to `word` (distance <= max(2, len/3)), best first, at most `limit`.
-std::vector<std::string> closest_matches(std::string_view word, const std::vector<std::string>& candidates,
-                                         size_t limit = 3);
+std::vector<std::string> closest_matches(std::string_view word, const std::vector<std::string>& candidates, size_t limit = 3);
 
 /// "8K", "1M", "2G", "1048576" -> bytes (binary units, as nccl-tests).
 std::optional<uint64_t> parse_size(std::string_view s);

@@ -56,8 +56,8 @@ void check_sanity(const Instance& inst, const StepResult& job, EvalRecord& rec) 
                       "the output changed after pkb_run returned: work left running on another stream, or peers "
                       "writing into it after this rank's call finished");
         rec.add_check(digest_bytes(rt.outputs[o].data(), rt.outputs[o].size()) == after, what + " transfer",
-                      "the bytes received differ from the device fingerprint (the worker's report was altered)",
-                      nullptr, Status::flagged);
+                      "the bytes received differ from the device fingerprint (the worker's report was altered)", nullptr,
+                      Status::flagged);
         size_t unwritten = count_matching(rt.outputs[o], dtype_size(tp.dtype), parse_hex(m.at("poison")));
         rec.add_check(unwritten == 0, what + " written",
                       std::to_string(unwritten) + " of " + std::to_string(tp.numel()) + " elements were never written");
@@ -122,8 +122,8 @@ std::vector<SampleView> sample_views(const RankTiming& rt, const RankPlan& plan,
 size_t full_offset(const RankTiming& rt, const RankPlan& plan, int iters) {
   size_t off = 0;
   for (size_t o = 0; o < plan.outputs.size(); ++o)
-    off += rt.body.at("outputs").at(o).at("samples").get<size_t>() * dtype_size(plan.outputs[o].dtype) *
-           static_cast<size_t>(iters);
+    off +=
+        rt.body.at("outputs").at(o).at("samples").get<size_t>() * dtype_size(plan.outputs[o].dtype) * static_cast<size_t>(iters);
   return off;
 }
 
@@ -270,8 +270,8 @@ SideTiming summarize_timing(const StepResult& job, EvalRecord& rec, const std::s
   // last rank's commit. Every rank's call lies inside that window (no rank can start before its seed
   // arrived, or before the barrier that needs every rank), so no call can be longer than it; what is
   // left over is the harness's per-call overhead, which honest solutions share (compare_overheads).
-  if (!job.calls.empty() && std::all_of(job.calls.begin(), job.calls.end(),
-                                        [&](const auto& c) { return c.size() == st.per_iter_us.size(); })) {
+  if (!job.calls.empty() &&
+      std::all_of(job.calls.begin(), job.calls.end(), [&](const auto& c) { return c.size() == st.per_iter_us.size(); })) {
     std::vector<double> over;
     size_t longer = 0;
     double worst = 0;
@@ -347,7 +347,8 @@ void check_oracle(const Instance& inst, uint64_t seed, const StepResult& job, Ev
         // and the oracle reads the values the call started from).
         std::string host = generate_input(tp, seed, t, static_cast<int>(r), i);
         if (!tp.mutable_)
-          rec.add_check(host == bytes, trial_what(static_cast<int>(t), static_cast<int>(r), "input", tp.name) + " host/device generation",
+          rec.add_check(host == bytes,
+                        trial_what(static_cast<int>(t), static_cast<int>(r), "input", tp.name) + " host/device generation",
                         "the GPU generated different input bytes than the CPU", nullptr, Status::harness_error);
         OracleTensor ot{tp.name, tp.shape, std::vector<double>(tp.numel())};
         for (size_t e = 0; e < tp.numel(); ++e) ot.values[e] = load_as_double(host.data(), tp.dtype, e);
@@ -380,8 +381,8 @@ void attach_roofline(const Prepared& p, const Instance& inst, EvalRecord& rec) {
   if (rec.baseline_timing.measured && rec.baseline_timing.us.median > 0)
     rec.roofline["baseline_pct"] = 100.0 * r.floor_us / rec.baseline_timing.us.median;
   char buf[200];
-  std::snprintf(buf, sizeof buf, "median %.3f us is below the physical floor of %.3f us (datasheet peaks)",
-                r.measured_us, r.peak_floor_us);
+  std::snprintf(buf, sizeof buf, "median %.3f us is below the physical floor of %.3f us (datasheet peaks)", r.measured_us,
+                r.peak_floor_us);
   rec.add_check(!r.impossible, rec.candidate.label + " timing vs roofline", r.impossible ? buf : "", nullptr, Status::flagged);
 }
 

@@ -118,13 +118,14 @@ CompareStats compare_bytes(std::string_view got, std::string_view expected, DTyp
     if (!bits) return std::nullopt;
     return element_bits_at(got.data(), esz, i) == element_bits_at(expected.data(), esz, i);
   };
-  return compare_core(got, dtype, numel, [&](size_t i) { return load_as_double(expected.data(), dtype, i); }, same_bits,
-                      c, poison);
+  return compare_core(
+      got, dtype, numel, [&](size_t i) { return load_as_double(expected.data(), dtype, i); }, same_bits, c, poison);
 }
 
 CompareStats compare_to_values(std::string_view got, DType dtype, const std::vector<double>& expected, const Comparison& c,
                                std::optional<uint64_t> poison) {
-  return compare_core(got, dtype, expected.size(), [&](size_t i) { return expected[i]; }, no_bits, c, poison);
+  return compare_core(
+      got, dtype, expected.size(), [&](size_t i) { return expected[i]; }, no_bits, c, poison);
 }
 
 CompareStats compare_bytes(std::string_view got, std::string_view expected, DType dtype, Tolerance tol,
@@ -154,22 +155,27 @@ std::string describe_mismatch(const CompareStats& s, const std::vector<long long
   char buf[384];
   if (s.norm_failed && s.mismatches == s.soft) {
     if (s.soft)
-      std::snprintf(buf, sizeof buf, "held-out inputs: relative L2 error %.3g exceeds %.3g, with %zu of %zu elements outside the tolerance; first at %s: got %.6g, expected %.6g",
+      std::snprintf(buf, sizeof buf,
+                    "held-out inputs: relative L2 error %.3g exceeds %.3g, with %zu of %zu elements outside the tolerance; first "
+                    "at %s: got %.6g, expected %.6g",
                     s.rel_l2, s.norm_rtol, s.soft, s.numel, format_index(s.first_bad, shape).c_str(), s.got, s.expected);
     else
-      std::snprintf(buf, sizeof buf, "held-out inputs: relative L2 error %.3g exceeds %.3g (every element within the tolerance; max abs err %.3g)",
+      std::snprintf(buf, sizeof buf,
+                    "held-out inputs: relative L2 error %.3g exceeds %.3g (every element within the tolerance; max abs err %.3g)",
                     s.rel_l2, s.norm_rtol, s.max_abs);
     return buf;
   }
-  std::snprintf(buf, sizeof buf, "%zu of %zu elements wrong (%zu unwritten, %zu non-finite); first at %s: got %.6g, expected %.6g; max abs err %.3g, max rel err %.3g",
-                s.mismatches, s.numel, s.unwritten, s.nonfinite, format_index(s.first_bad, shape).c_str(), s.got,
-                s.expected, s.max_abs, s.max_rel);
+  std::snprintf(buf, sizeof buf,
+                "%zu of %zu elements wrong (%zu unwritten, %zu non-finite); first at %s: got %.6g, expected %.6g; max abs err "
+                "%.3g, max rel err %.3g",
+                s.mismatches, s.numel, s.unwritten, s.nonfinite, format_index(s.first_bad, shape).c_str(), s.got, s.expected,
+                s.max_abs, s.max_rel);
   return buf;
 }
 
 nlohmann::json to_json(const CompareStats& s, const std::vector<long long>& shape) {
-  nlohmann::json j{{"numel", s.numel}, {"mismatches", s.mismatches}, {"unwritten", s.unwritten},
-                   {"nonfinite", s.nonfinite}, {"max_abs_err", s.max_abs}, {"max_rel_err", s.max_rel}};
+  nlohmann::json j{{"numel", s.numel},         {"mismatches", s.mismatches}, {"unwritten", s.unwritten},
+                   {"nonfinite", s.nonfinite}, {"max_abs_err", s.max_abs},   {"max_rel_err", s.max_rel}};
   if (s.norm_rtol > 0) j["heldout"] = {{"rel_l2_err", s.rel_l2}, {"bound", s.norm_rtol}, {"outside_tolerance", s.soft}};
   if (s.first_bad >= 0) {
     j["first_mismatch"] = {{"index", format_index(s.first_bad, shape)}, {"got", s.got}, {"expected", s.expected}};

@@ -18,16 +18,16 @@ namespace pkb {
 
 struct CompareStats {
   size_t numel = 0;
-  size_t mismatches = 0;   // elements outside the tolerance (unwritten ones included)
-  size_t unwritten = 0;    // elements equal to the poison pattern
-  size_t nonfinite = 0;    // NaN/Inf where the expected value is finite
+  size_t mismatches = 0;  // elements outside the tolerance (unwritten ones included)
+  size_t unwritten = 0;  // elements equal to the poison pattern
+  size_t nonfinite = 0;  // NaN/Inf where the expected value is finite
   double max_abs = 0, max_rel = 0;
   long long first_bad = -1;  // flat index of the first mismatching element
   double got = 0, expected = 0;
   // Under a norm-wise bound (Comparison::norm_rtol > 0):
   double norm_rtol = 0, rel_l2 = 0;  // the bound; ||got - expected||_2 / ||expected||_2
-  size_t soft = 0;                   // elements outside the tolerance but within the gross bound
-  bool norm_failed = false;          // rel_l2 > norm_rtol (soft elements then count as mismatches)
+  size_t soft = 0;  // elements outside the tolerance but within the gross bound
+  bool norm_failed = false;  // rel_l2 > norm_rtol (soft elements then count as mismatches)
   bool ok() const { return mismatches == 0 && !norm_failed; }
 };
 

@@ -19,12 +19,12 @@ namespace pkb {
 struct EvalOptions {
   std::string problem;
   std::string solution;  // a .cu path; "reference" (or "baseline") = the problem's reference.cu
-  int gpus = 0;          // 0: every visible GPU
+  int gpus = 0;  // 0: every visible GPU
   /// W ranks on fewer GPUs (round-robin, each rank its own emulated node; NCCL's socket transport
   /// carries the traffic): verdicts are meaningful, timings are not performance.
   bool oversubscribe = false;
   std::string dtype = "bf16";
-  std::string size;      // size class; empty = the spec's default
+  std::string size;  // size class; empty = the spec's default
   std::vector<std::pair<std::string, long long>> size_overrides;  // -M / -N / --set K=V
   int trials = 5;
   std::optional<double> atol, rtol;
@@ -39,16 +39,16 @@ struct EvalOptions {
   double unstable_bound = 0.02;
   double timeout_s = 60;  // per phase (each trial; the timed phase gets 5x)
   std::string json_out, dump_dir;
-  bool oracle = false;    // run: compare with the problem's CPU oracle
+  bool oracle = false;  // run: compare with the problem's CPU oracle
   std::string problems_dir;
   CompileOptions compile;
   bool progress = true;
   std::vector<std::string> argv;
   std::string worker_exe;  // pkb-worker
   std::optional<uint64_t> seed;  // for reproducing a run; secret and fresh by default
-  std::string label;             // the record's label (solution set / run name)
+  std::string label;  // the record's label (solution set / run name)
   std::string launcher = "local";  // "local" (fork/exec) or "mpi" (mpirun/srun; workers join over TCP)
-  MpiOptions mpi;                  // with launcher "mpi"
+  MpiOptions mpi;  // with launcher "mpi"
 };
 
 /// Where the ranks of a job run: rank r on GPU r % gpus. Oversubscribed when W > gpus (then every

@@ -235,8 +235,10 @@ void sandbox_job(JobConfig& cfg, const std::filesystem::path& dir) {
   auto place = [&](const fs::path& from, const fs::path& to) {  // read-only, readable and executable by all
     fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
     if (ec) fail(Errc::io_error, "cannot copy " + from.string() + " into the job directory: " + ec.message());
-    fs::permissions(to, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read | fs::perms::group_exec |
-                            fs::perms::others_read | fs::perms::others_exec, ec);
+    fs::permissions(to,
+                    fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read | fs::perms::group_exec |
+                        fs::perms::others_read | fs::perms::others_exec,
+                    ec);
   };
   place(cfg.launch.worker_argv.at(0), dir / "pkb-worker");
   cfg.launch.worker_argv[0] = (dir / "pkb-worker").string();
@@ -278,7 +280,8 @@ JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<Worke
   if (opts.progress)
     cfg.on_phase = [label, trials](int, const std::string& phase) {
       std::string shown = phase;
-      if (phase.rfind("trial ", 0) == 0) shown = "trial " + std::to_string(std::stoi(phase.substr(6)) + 1) + "/" + std::to_string(trials);
+      if (phase.rfind("trial ", 0) == 0)
+        shown = "trial " + std::to_string(std::stoi(phase.substr(6)) + 1) + "/" + std::to_string(trials);
       std::fprintf(stderr, "\r\033[K[pkb] %s: %s", label.c_str(), shown.c_str());
     };
   JobResult res;
@@ -311,8 +314,10 @@ void note_isolation(const JobResult& job, EvalRecord& rec, const std::string& la
 void note_containment(const JobResult& job, EvalRecord& rec, const std::string& label) {
   note_isolation(job, rec, label);
   rec.add_check(job.leftover_processes == 0, label + " processes",
-                std::to_string(job.leftover_processes) + " process(es) started by the solution were still running after its "
-                "job ended (they were killed)", nullptr, Status::flagged);
+                std::to_string(job.leftover_processes) +
+                    " process(es) started by the solution were still running after its "
+                    "job ended (they were killed)",
+                nullptr, Status::flagged);
 }
 
 void apply_job_failure(const JobResult& job, EvalRecord& rec, bool is_baseline) {
@@ -366,7 +371,8 @@ void dry_body(const EvalOptions& opts, const Prepared& p, EvalRecord& rec, Clock
   rec.candidate.job_wall_s = job.wall_s;
   rec.candidate.teardown_clean = job.teardown_clean;
   note_containment(job, rec, rec.candidate.label);
-  if (!job.teardown_clean) rec.warnings.push_back("teardown did not finish cleanly (the job was killed after its results were in)");
+  if (!job.teardown_clean)
+    rec.warnings.push_back("teardown did not finish cleanly (the job was killed after its results were in)");
   if (job.status != Status::ok) {
     apply_job_failure(job, rec, false);
   } else {
@@ -403,10 +409,12 @@ void note_interleaved(const EvalOptions& opts, EvalRecord& rec) {
   if (!unstable) return;
   char buf[200];
   if (has_interval)
-    std::snprintf(buf, sizeof buf, "unstable speedup: 95%% interval [%.3f, %.3f] around %.3f over %d rounds reaches beyond +-%.1f%%",
-                  rs.lo, rs.hi, rs.median, rs.rounds, 100 * b);
+    std::snprintf(buf, sizeof buf,
+                  "unstable speedup: 95%% interval [%.3f, %.3f] around %.3f over %d rounds reaches beyond +-%.1f%%", rs.lo, rs.hi,
+                  rs.median, rs.rounds, 100 * b);
   else
-    std::snprintf(buf, sizeof buf, "unstable speedup: %d rounds give no 95%% interval (6 are needed: more --iters or a smaller --interleave)",
+    std::snprintf(buf, sizeof buf,
+                  "unstable speedup: %d rounds give no 95%% interval (6 are needed: more --iters or a smaller --interleave)",
                   rs.rounds);
   rec.warnings.push_back(buf);
 }
@@ -459,7 +467,8 @@ void eval_body(const EvalOptions& opts, const Prepared& p, EvalRecord& rec, Cloc
   rec.candidate.job_wall_s = cand.wall_s;
   rec.candidate.teardown_clean = cand.teardown_clean;
   for (auto* s : {&rec.baseline, &rec.candidate})
-    if (!s->teardown_clean) rec.warnings.push_back(s->label + ": teardown did not finish cleanly (killed after its results were in)");
+    if (!s->teardown_clean)
+      rec.warnings.push_back(s->label + ": teardown did not finish cleanly (killed after its results were in)");
   if (dump) dump_artifacts(opts.dump_dir, p, p.inst, p.seed, base.steps.at(0), "baseline");
   if (cand.status != Status::ok) {
     apply_job_failure(cand, rec, false);
@@ -472,7 +481,8 @@ void eval_body(const EvalOptions& opts, const Prepared& p, EvalRecord& rec, Cloc
   check_sanity(p.inst, bs, rec);  // a baseline that fails its own sanity checks is a harness problem
   if (!rec.checks.empty() && std::any_of(rec.checks.begin(), rec.checks.end(), [](auto& c) { return !c.ok; })) {
     rec.status = Status::harness_error;
-    rec.message = "the baseline's own outputs failed a sanity check: " + rec.checks.front().what + ": " + rec.checks.front().message;
+    rec.message =
+        "the baseline's own outputs failed a sanity check: " + rec.checks.front().what + ": " + rec.checks.front().message;
     finish_record(opts, rec, t0);
     return;
   }
@@ -485,8 +495,7 @@ void eval_body(const EvalOptions& opts, const Prepared& p, EvalRecord& rec, Cloc
     if (opts.unchecked_timing)
       rec.add_check(false, "timed calls", "not checked (--unchecked-timing: a measurement of the checks' cost)", nullptr,
                     Status::flagged);
-    else
-      check_timed_calls(p.inst, bs, cs, rec);
+    else check_timed_calls(p.inst, bs, cs, rec);
     compare_overheads(rec, p.placement.oversubscribed());
     attach_roofline(p, p.inst, rec);
   }

@@ -64,19 +64,21 @@ void check_full_request(const Spec& spec, const FullOptions& o) {
   if (!o.eval.size.empty() || !o.eval.size_overrides.empty())
     fail(Errc::invalid_argument, "--full runs every size class: it does not go with --size, -M, -N or --set");
   for (int w : o.worlds) {
-    if (w < 2) fail(Errc::invalid_argument, "--worlds " + join_ints(o.worlds) + ": every problem needs W >= 2, not " + std::to_string(w));
+    if (w < 2)
+      fail(Errc::invalid_argument, "--worlds " + join_ints(o.worlds) + ": every problem needs W >= 2, not " + std::to_string(w));
     if (!in_range(spec, w))
       fail(Errc::invalid_argument, "--worlds " + join_ints(o.worlds) + ": " + spec.stem + " runs on " +
-                                       std::to_string(spec.min_world) + " to " + std::to_string(spec.max_world) +
-                                       " GPUs, not " + std::to_string(w));
+                                       std::to_string(spec.min_world) + " to " + std::to_string(spec.max_world) + " GPUs, not " +
+                                       std::to_string(w));
   }
   if (o.eval.gpus > 0) {
     std::vector<int> run;
     for (int w : worlds_of(o))
       if (in_range(spec, w)) run.push_back(w);
     if (std::find(run.begin(), run.end(), o.eval.gpus) == run.end())
-      fail(Errc::invalid_argument, "--gpus " + std::to_string(o.eval.gpus) + " (the summary's world size) is not among the world sizes --full runs (" +
-                                       join_ints(run) + "); name it in --worlds, or leave --gpus out");
+      fail(Errc::invalid_argument, "--gpus " + std::to_string(o.eval.gpus) +
+                                       " (the summary's world size) is not among the world sizes --full runs (" + join_ints(run) +
+                                       "); name it in --worlds, or leave --gpus out");
   }
 }
 
@@ -128,8 +130,7 @@ FullPlan plan_full(const Spec& spec, const FullOptions& o, int visible) {
     if (!in_range(spec, w))
       world_refusal = spec.stem + " runs on " + std::to_string(spec.min_world) + " to " + std::to_string(spec.max_world) +
                       " GPUs, not " + std::to_string(w);
-    else
-      world_refusal = machine_refusal(w, visible, o.eval.oversubscribe, explicit_worlds);
+    else world_refusal = machine_refusal(w, visible, o.eval.oversubscribe, explicit_worlds);
     for (DType d : spec.dtypes)
       for (auto& sc : spec.sizes) {
         FullCell c{w, std::string(to_string(d)), sc.name};
@@ -183,8 +184,8 @@ FullVerdict full_verdict(const std::vector<FullCell>& cells) {
   size_t d = charged ? *charged : *not_charged;
   const FullCell& c = cells[d];
   std::string message = fmt::format("{}: {}{}{}{} ({} of {} cell{} run failed{})", c.name(), to_string(c.status),
-                                    charged ? "" : " (not charged to the solution)", c.message.empty() ? "" : ": ",
-                                    c.message, failed, ran, ran == 1 ? "" : "s", rest);
+                                    charged ? "" : " (not charged to the solution)", c.message.empty() ? "" : ": ", c.message,
+                                    failed, ran, ran == 1 ? "" : "s", rest);
   return {c.status, std::move(message), d};
 }
 
@@ -220,17 +221,16 @@ std::string format_full_plan(const Spec& spec, const FullPlan& plan, const FullO
   std::string dtypes = join(spec.dtypes, [](DType d) { return std::string(to_string(d)); });
   std::string sizes = join(spec.sizes, [](const SizeClass& sc) { return sc.name; });
   size_t refused = plan.cells.size() - plan.run_order.size();
-  std::string s = fmt::format("pkb eval --full {}: {} cells (W = {} x {} x {}), {} to run, {} refused; the summary at {}{}\n",
-                              spec.stem, plan.cells.size(), join_ints(worlds), dtypes, sizes, plan.run_order.size(),
-                              refused, plan.cells.at(plan.summary_cell).name(),
-                              o.eval.json_out.empty() ? "" : ", records to " + o.eval.json_out);
+  std::string s =
+      fmt::format("pkb eval --full {}: {} cells (W = {} x {} x {}), {} to run, {} refused; the summary at {}{}\n", spec.stem,
+                  plan.cells.size(), join_ints(worlds), dtypes, sizes, plan.run_order.size(), refused,
+                  plan.cells.at(plan.summary_cell).name(), o.eval.json_out.empty() ? "" : ", records to " + o.eval.json_out);
   size_t per_world = spec.dtypes.size() * spec.sizes.size();
   for (size_t begin = 0; begin + per_world <= plan.cells.size(); begin += per_world) {
     auto first = plan.cells.begin() + static_cast<std::ptrdiff_t>(begin);
     auto last = first + static_cast<std::ptrdiff_t>(per_world);
-    bool whole = std::all_of(first, last, [&](const FullCell& c) {
-      return c.state == FullCell::State::refused && c.message == first->message;
-    });
+    bool whole = std::all_of(
+        first, last, [&](const FullCell& c) { return c.state == FullCell::State::refused && c.message == first->message; });
     if (whole) {
       s += fmt::format("  refused  W={} (every dtype and size): {}\n", first->world, first->message);
       continue;

@@ -50,7 +50,7 @@ void check_full_request(const Spec& spec, const FullOptions& o);
 
 struct FullPlan {
   std::vector<FullCell> cells;  // worlds x dtypes x sizes in that order; refused ones with their reason
-  size_t summary_cell = 0;      // the cell the summary record is at
+  size_t summary_cell = 0;  // the cell the summary record is at
   std::vector<size_t> run_order;  // the cells to run: summary_cell first, then the rest in order
 };
 
@@ -99,8 +99,7 @@ using CellEvaluator = std::function<EvalRecord(const EvalOptions&)>;
 
 /// Runs the plan's cells through `evaluate`, appending each record (kind "full_part") and then the
 /// summary to o.eval.json_out when set, with a line per cell on `out`. Returns the summary.
-EvalRecord run_full_plan(const FullOptions& o, const Spec& spec, FullPlan plan, const CellEvaluator& evaluate,
-                         std::ostream& out);
+EvalRecord run_full_plan(const FullOptions& o, const Spec& spec, FullPlan plan, const CellEvaluator& evaluate, std::ostream& out);
 
 /// The whole of `pkb eval --full`: loads the spec, checks the request (before any GPU is probed),
 /// probes the GPUs, plans and runs every cell with run_eval.

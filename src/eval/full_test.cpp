@@ -112,14 +112,19 @@ TEST(FullWorlds, RejectsMalformedListsAndWorldsBelowTwo) {
 
 TEST_F(Full, RequestsThatTheSpecRulesOutAreBadInput) {
   EXPECT_EQ(error_of([&] { check_full_request(spec, options({2, 4})); }), "");
-  EXPECT_NE(error_of([&] { check_full_request(spec, options({2, 8})); }).find("--worlds 2,8: 5_scatter runs on 2 to 4 GPUs, not 8"),
+  EXPECT_NE(error_of([&] {
+              check_full_request(spec, options({2, 8}));
+            }).find("--worlds 2,8: 5_scatter runs on 2 to 4 GPUs, not 8"),
             std::string::npos);
   EXPECT_NE(error_of([&] { check_full_request(spec, options({1})); }).find("needs W >= 2, not 1"), std::string::npos);
   // --gpus names the summary's world: it must be one of those run (the defaults within the spec's range).
   EXPECT_EQ(error_of([&] { check_full_request(spec, options({}, 4)); }), "");
-  EXPECT_NE(error_of([&] { check_full_request(spec, options({}, 3)); }).find("--gpus 3 (the summary's world size) is not among the world sizes --full runs (2,4)"),
+  EXPECT_NE(error_of([&] {
+              check_full_request(spec, options({}, 3));
+            }).find("--gpus 3 (the summary's world size) is not among the world sizes --full runs (2,4)"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { check_full_request(spec, options({2}, 4)); }).find("not among the world sizes --full runs (2)"), std::string::npos);
+  EXPECT_NE(error_of([&] { check_full_request(spec, options({2}, 4)); }).find("not among the world sizes --full runs (2)"),
+            std::string::npos);
   FullOptions sized = options();
   sized.eval.size = "tiny";
   EXPECT_NE(error_of([&] { check_full_request(spec, sized); }).find("--full runs every size class"), std::string::npos);
@@ -152,7 +157,8 @@ TEST_F(Full, EnumeratesWorldsDtypesAndSizesWithTheReasonForEachRefusal) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("  refused  W=4 bf16 tiny: "), std::string::npos) << text;
-  EXPECT_NE(text.find("  refused  W=8 (every dtype and size): 5_scatter runs on 2 to 4 GPUs, not 8\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  refused  W=8 (every dtype and size): 5_scatter runs on 2 to 4 GPUs, not 8\n"), std::string::npos)
+      << text;
 }
 
 TEST_F(Full, DefaultWorldsFollowTheMachineAndExplicitOnesMustFitIt) {
@@ -163,7 +169,9 @@ TEST_F(Full, DefaultWorldsFollowTheMachineAndExplicitOnesMustFitIt) {
   FullPlan over = plan_full(spec, options({}, 0, true), 1);  // one GPU: the plain eval's W is the spec's minimum
   EXPECT_EQ(over.cells[5].state, State::ran);
   EXPECT_EQ(over.cells[over.summary_cell].name(), "W=2 bf16 default");
-  EXPECT_NE(error_of([&] { plan_full(spec, options({2, 4}), 2); }).find("--worlds: --gpus 4 but only 2 GPU(s) are visible; add --oversubscribe"),
+  EXPECT_NE(error_of([&] {
+              plan_full(spec, options({2, 4}), 2);
+            }).find("--worlds: --gpus 4 but only 2 GPU(s) are visible; add --oversubscribe"),
             std::string::npos);
   EXPECT_NE(error_of([&] { plan_full(spec, options(), 1); }).find("--full: no cell of 5_scatter can run at W = 2,4,8"),
             std::string::npos);
@@ -186,20 +194,23 @@ TEST(FullVerdictTest, OkOnlyWhenEveryCellThatRanIsOk) {
 }
 
 TEST(FullVerdictTest, TheFirstCellTheSolutionFailedDecides) {
-  FullVerdict v = full_verdict({cell(2, "bf16", "tiny", Status::ok), cell(2, "fp32", "tiny", Status::harness_error, "nvcc vanished"),
-                                cell(4, "bf16", "tiny", Status::mismatch, "rank 1 output 'out' differs"),
-                                cell(4, "fp32", "tiny", Status::flagged, "faster than the floor")});
+  FullVerdict v =
+      full_verdict({cell(2, "bf16", "tiny", Status::ok), cell(2, "fp32", "tiny", Status::harness_error, "nvcc vanished"),
+                    cell(4, "bf16", "tiny", Status::mismatch, "rank 1 output 'out' differs"),
+                    cell(4, "fp32", "tiny", Status::flagged, "faster than the floor")});
   EXPECT_EQ(v.status, Status::mismatch);
   ASSERT_TRUE(v.deciding);
   EXPECT_EQ(*v.deciding, 2u);
   EXPECT_EQ(v.message, "W=4 bf16 tiny: mismatch: rank 1 output 'out' differs (3 of 4 cells run failed)");
-  FullVerdict flagged = full_verdict({cell(2, "bf16", "tiny", Status::flagged, "implausible"), cell(4, "bf16", "tiny", Status::ok)});
+  FullVerdict flagged =
+      full_verdict({cell(2, "bf16", "tiny", Status::flagged, "implausible"), cell(4, "bf16", "tiny", Status::ok)});
   EXPECT_EQ(flagged.status, Status::flagged) << "flagged is not correct";
 }
 
 TEST(FullVerdictTest, HarnessErrorsAndUnsupportedCellsAreNotOkButNotCharged) {
-  FullVerdict v = full_verdict({cell(2, "bf16", "tiny", Status::ok), cell(4, "bf16", "tiny", Status::unsupported, "symmetric memory"),
-                                cell(4, "fp32", "tiny", Status::harness_error, "the baseline failed")});
+  FullVerdict v =
+      full_verdict({cell(2, "bf16", "tiny", Status::ok), cell(4, "bf16", "tiny", Status::unsupported, "symmetric memory"),
+                    cell(4, "fp32", "tiny", Status::harness_error, "the baseline failed")});
   EXPECT_EQ(v.status, Status::unsupported);
   EXPECT_TRUE(is_not_attempt(v.status));
   EXPECT_EQ(v.message, "W=4 bf16 tiny: unsupported (not charged to the solution): symmetric memory (2 of 3 cells run failed)");
@@ -240,9 +251,11 @@ TEST(FullSummary, TakesTheDecidingCellsFailureAndListsEveryCell) {
   EXPECT_EQ(s.log_tail, "Segmentation fault");
   nlohmann::json j = to_json(s);
   ASSERT_TRUE(j.contains("full"));
-  EXPECT_EQ(j["full"][1], (nlohmann::json{{"world", 2}, {"dtype", "bf16"}, {"size", "tiny"}, {"status", "crash"}, {"message", "rank 1 died"}}));
+  EXPECT_EQ(j["full"][1],
+            (nlohmann::json{{"world", 2}, {"dtype", "bf16"}, {"size", "tiny"}, {"status", "crash"}, {"message", "rank 1 died"}}));
   EXPECT_FALSE(to_json(at).contains("full")) << "a plain eval record has no `full`";
-  EXPECT_NE(format_summary(s, false).find("  full       2 cells: 1 ok, 1 crash\n"), std::string::npos) << format_summary(s, false);
+  EXPECT_NE(format_summary(s, false).find("  full       2 cells: 1 ok, 1 crash\n"), std::string::npos)
+      << format_summary(s, false);
 }
 
 // Every problem's matrix resolves on the CPU, and its summary is at the plain eval's cell on 8 GPUs.
@@ -338,11 +351,13 @@ TEST_F(Full, ASolutionThatDoesNotBuildSkipsTheRest) {
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(s.status, Status::compile_error);
   EXPECT_EQ(s.compile_log, "x.cu(3): error: expected a ';'");
-  EXPECT_EQ(s.message, "W=4 bf16 default: compile_error: nvcc rejected x.cu (1 of 1 cell run failed; 6 refused; 5 skipped "
-                       "(the solution does not build))");
+  EXPECT_EQ(s.message,
+            "W=4 bf16 default: compile_error: nvcc rejected x.cu (1 of 1 cell run failed; 6 refused; 5 skipped "
+            "(the solution does not build))");
   EXPECT_EQ(s.full[0].state, State::skipped);
   EXPECT_EQ(s.full[0].message, "not run: the solution does not build (compile_error at W=4 bf16 default)");
-  EXPECT_NE(out.str().find("[2/6] W=2 bf16 tiny        skipped: not run: the solution does not build"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("[2/6] W=2 bf16 tiny        skipped: not run: the solution does not build"), std::string::npos)
+      << out.str();
 }
 
 TEST(FullCellJson, ReadsBackWhatItWritesAndRejectsMalformedEntries) {

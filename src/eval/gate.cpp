@@ -33,11 +33,11 @@ bool CallGate::may_answer(int job, int step, int call, int iters) const {
   if (other.left) return true;
   int next = call + 1;
   if (next >= iters) return all(other, step, iters - 1);  // the last answer: the other has run everything
-  if (next % round_ != 0) return true;                     // within a round
-  int k = next / round_;                                   // the round this answer starts
+  if (next % round_ != 0) return true;  // within a round
+  int k = next / round_;  // the round this answer starts
   if (!all(self, step, -1) || !all(other, step, -1)) return false;  // both warmed up first
   if (job == 0) return k == 0 || all(other, step, k * round_ - 1);  // after the candidate's round k - 1
-  return all(other, step, std::min((k + 1) * round_, iters) - 1);   // after the baseline's round k
+  return all(other, step, std::min((k + 1) * round_, iters) - 1);  // after the baseline's round k
 }
 
 void CallGate::leave(int job) {

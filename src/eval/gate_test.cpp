@@ -28,7 +28,7 @@ std::vector<std::pair<int, int>> simulate(int world, int round, int iters, int l
       for (int r = 0; r < world; ++r) {
         int c = next[j][r];
         if (c > iters) continue;  // finished
-        if (!waiting[j][r]) {     // run call c (or get ready) and commit it
+        if (!waiting[j][r]) {  // run call c (or get ready) and commit it
           gate.committed(j, 0, r, c);
           waiting[j][r] = true;
           moved = true;
@@ -60,8 +60,8 @@ TEST(CallGate, JobsTakeTurnsInRoundsAfterBothWarmedUp) {
 
 TEST(CallGate, AShortLastRoundAndRoundsLongerThanTheRun) {
   auto order = simulate(3, 4, 6);  // rounds [0, 4) and [4, 6)
-  std::vector<std::pair<int, int>> want{{0, 0}, {0, 1}, {0, 2}, {0, 3}, {1, 0}, {1, 1}, {1, 2}, {1, 3},
-                                        {0, 4}, {0, 5}, {1, 4}, {1, 5}};
+  std::vector<std::pair<int, int>> want{{0, 0}, {0, 1}, {0, 2}, {0, 3}, {1, 0}, {1, 1},
+                                        {1, 2}, {1, 3}, {0, 4}, {0, 5}, {1, 4}, {1, 5}};
   EXPECT_EQ(order, want);
   auto one = simulate(2, 10, 3);  // a single round each
   std::vector<std::pair<int, int>> want1{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}};

@@ -12,7 +12,6 @@
 
 namespace pkb::detail {
 
-
 struct Prepared {
   Spec spec;
   Instance inst;
@@ -21,7 +20,7 @@ struct Prepared {
   std::filesystem::path solution_path;  // resolved candidate source
   bool solution_is_reference = false;
   std::optional<HardwareFacts> calibration;  // this machine's `pkb calibrate`, if any
-  Placement placement;                        // which GPU each rank takes
+  Placement placement;  // which GPU each rank takes
 };
 
 /// The checks of prepare() that need neither the spec nor the GPUs: the solution file, the dtype's

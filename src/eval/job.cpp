@@ -91,8 +91,8 @@ void validate_timing(const json& b, const std::string& blob, const StepPlan& pla
             std::string("timing: the calls were reported ") + (b.value("checked", false) ? "checked" : "unchecked") +
                 ", the plan says " + (plan.timing.checks ? "checked" : "unchecked"));
   int iters = b.at("iters").get<int>();
-  require(iters == plan.timing.iters, "timing: " + std::to_string(iters) + " timed calls reported, " +
-                                          std::to_string(plan.timing.iters) + " planned");
+  require(iters == plan.timing.iters,
+          "timing: " + std::to_string(iters) + " timed calls reported, " + std::to_string(plan.timing.iters) + " planned");
   require(b.at("warmup").is_number_integer() && b.at("groups").is_number_integer(), "timing: warmup/groups not integers");
   const json& times = b.at("times_ms");
   require(times.is_array() && times.size() == static_cast<size_t>(iters) &&
@@ -105,8 +105,7 @@ void validate_timing(const json& b, const std::string& blob, const StepPlan& pla
   for (size_t i = 0; i < outs.size(); ++i) {
     const json& o = outs[i];
     if (mode == "graph") {  // one check after the replay
-      require(is_count(o.at("unwritten")) && is_count(o.at("nonfinite")),
-              "timing (graph): unwritten/nonfinite are not counts");
+      require(is_count(o.at("unwritten")) && is_count(o.at("nonfinite")), "timing (graph): unwritten/nonfinite are not counts");
       continue;
     }
     require(is_count_array(o.at("unwritten"), iters) && is_count_array(o.at("nonfinite"), iters),
@@ -114,12 +113,12 @@ void validate_timing(const json& b, const std::string& blob, const StepPlan& pla
     require(o.at("digests").is_array() && o.at("digests").size() == static_cast<size_t>(iters),
             "timing: digests are not one per timed call");
     require(is_count(o.at("samples")), "timing: samples is not a count");
-    size_t planned = plan.timing.checks ? std::min<size_t>(static_cast<size_t>(plan.timing.samples_per_output),
-                                                           plan.outputs[i].numel())
-                                        : o.at("samples").get<size_t>();
-    require(o.at("samples").get<size_t>() == planned,
-            "timing: " + std::to_string(o.at("samples").get<size_t>()) + " sampled values of output " + std::to_string(i) +
-                " per call reported, " + std::to_string(planned) + " planned");
+    size_t planned = plan.timing.checks
+                         ? std::min<size_t>(static_cast<size_t>(plan.timing.samples_per_output), plan.outputs[i].numel())
+                         : o.at("samples").get<size_t>();
+    require(o.at("samples").get<size_t>() == planned, "timing: " + std::to_string(o.at("samples").get<size_t>()) +
+                                                          " sampled values of output " + std::to_string(i) +
+                                                          " per call reported, " + std::to_string(planned) + " planned");
     sample_bytes += o.at("samples").get<size_t>() * dtype_size(plan.outputs[i].dtype) * static_cast<size_t>(iters);
   }
   // After the samples: every output of each fully checked call, whole.
@@ -162,17 +161,17 @@ CallCommit validate_call(const json& b, const StepPlan& plan, int expected) {
 
 struct RankState {
   FrameDecoder dec;
-  size_t phase_index = 0;         // where in phase_sequence() the worker is
+  size_t phase_index = 0;  // where in phase_sequence() the worker is
   bool eof = false, done = false, errored = false, counted_exit = false, timed_out = false;
   std::string phase = "start";
   int step = 0;
   Clock::time_point phase_start;
-  Clock::time_point last_idle;    // last time the channel was seen empty (nothing sent before it was read)
-  Clock::time_point phase_idle;   // last_idle when the current phase was announced
+  Clock::time_point last_idle;  // last time the channel was seen empty (nothing sent before it was read)
+  Clock::time_point phase_idle;  // last_idle when the current phase was announced
   std::optional<ExitInfo> exit;
   Clock::time_point exit_seen;
-  int next_call = -1;             // the timed call whose commit is expected next (-1: "ready")
-  double granted_s = 0;           // when the seed of call next_call was sent
+  int next_call = -1;  // the timed call whose commit is expected next (-1: "ready")
+  double granted_s = 0;  // when the seed of call next_call was sent
 };
 
 std::chrono::milliseconds limit_for(const std::string& phase, const Deadlines& d) {
@@ -253,7 +252,8 @@ class JobRunner {
                       seq.begin() + static_cast<long>(s.phase_index) + 1;
           violation("phase '" + k.phase + "' of step " + std::to_string(k.step) +
                     (seen ? " announced again (a phase is announced once; its deadline runs from the first time)"
-                          : " is not a phase of this job's plan") + ", after '" + s.phase + "'");
+                          : " is not a phase of this job's plan") +
+                    ", after '" + s.phase + "'");
         }
         s.phase_index = static_cast<size_t>(it - seq.begin());
         s.phase = k.phase;
@@ -292,7 +292,8 @@ class JobRunner {
           res_.teardown_clean = false;
           break;
         }
-        note({Cause::reported, st.value_or(Status::runtime_error), r, phase, m.body.value("message", std::string()), Clock::now()});
+        note({Cause::reported, st.value_or(Status::runtime_error), r, phase, m.body.value("message", std::string()),
+              Clock::now()});
         break;
       }
       case MsgKind::done:
@@ -386,8 +387,8 @@ class JobRunner {
     for (size_t si = 0; si < res_.steps.size(); ++si) {
       const StepResult& sr = res_.steps[si];
       for (size_t t = 0; t < sr.trials.size(); ++t)
-        require(sr.trials[t][r].meta.is_object(), "'done' without the results of step " + std::to_string(si) +
-                                                        " trial " + std::to_string(t));
+        require(sr.trials[t][r].meta.is_object(),
+                "'done' without the results of step " + std::to_string(si) + " trial " + std::to_string(t));
       if (cfg_.plans[r].steps[si].timing.enabled)
         require(sr.timing.size() > static_cast<size_t>(r) && sr.timing[r].body.is_object(),
                 "'done' without the timing report of step " + std::to_string(si));
@@ -489,8 +490,8 @@ class JobRunner {
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.1f", std::chrono::duration<double>(job_limit_).count());
       note({Cause::timeout, Status::timeout, r, ranks_[r].phase,
-            "the job ran past its deadline of " + std::string(buf) + " s (every phase at its limit); rank " +
-                std::to_string(r) + " was in " + ranks_[r].phase,
+            "the job ran past its deadline of " + std::string(buf) + " s (every phase at its limit); rank " + std::to_string(r) +
+                " was in " + ranks_[r].phase,
             now});
     }
     for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) {
@@ -504,11 +505,14 @@ class JobRunner {
       if (!job_->exits_per_rank() && s.eof && !s.done && !s.errored && !s.counted_exit) {
         s.counted_exit = true;  // a launcher hides the rank's process: its channel closing is the evidence
         note({Cause::crash, Status::crash, r, s.phase,
-              "rank " + std::to_string(r) + " disconnected during " + s.phase + " without a report (the launcher's log has its exit)", now});
+              "rank " + std::to_string(r) + " disconnected during " + s.phase +
+                  " without a report (the launcher's log has its exit)",
+              now});
       }
       if (s.exit && drained && !s.done && !s.errored && !s.counted_exit) {
         s.counted_exit = true;
-        std::string how = s.exit->exited ? "exited with code " + std::to_string(s.exit->code) : "was killed by " + s.exit->describe();
+        std::string how =
+            s.exit->exited ? "exited with code " + std::to_string(s.exit->code) : "was killed by " + s.exit->describe();
         note({Cause::crash, Status::crash, r, s.phase, "rank " + std::to_string(r) + " " + how + " during " + s.phase, now});
       }
       if (!s.done && !s.errored && !s.exit && now - s.phase_start > limit_for(s.phase, cfg_.deadlines) && !s.timed_out) {
@@ -516,7 +520,8 @@ class JobRunner {
         auto secs = std::chrono::duration_cast<std::chrono::milliseconds>(limit_for(s.phase, cfg_.deadlines)).count() / 1000.0;
         char buf[64];
         std::snprintf(buf, sizeof buf, "%.1f", secs);
-        note({Cause::timeout, Status::timeout, r, s.phase, "rank " + std::to_string(r) + " spent more than " + buf + " s in " + s.phase, now});
+        note({Cause::timeout, Status::timeout, r, s.phase,
+              "rank " + std::to_string(r) + " spent more than " + buf + " s in " + s.phase, now});
       }
     }
   }

@@ -15,22 +15,22 @@
 namespace pkb {
 
 struct Deadlines {
-  std::chrono::milliseconds setup{60'000};      // process start + NCCL init + solution load
-  std::chrono::milliseconds init{120'000};      // pkb_init
-  std::chrono::milliseconds trial{60'000};      // each correctness trial
-  std::chrono::milliseconds timing{300'000};    // the whole timed phase
-  std::chrono::milliseconds finalize{60'000};   // pkb_finalize
-  std::chrono::milliseconds teardown{20'000};   // NCCL teardown after results are in (not charged)
-  std::chrono::milliseconds grace{300};         // after a first failure, time to collect its cause
+  std::chrono::milliseconds setup{60'000};  // process start + NCCL init + solution load
+  std::chrono::milliseconds init{120'000};  // pkb_init
+  std::chrono::milliseconds trial{60'000};  // each correctness trial
+  std::chrono::milliseconds timing{300'000};  // the whole timed phase
+  std::chrono::milliseconds finalize{60'000};  // pkb_finalize
+  std::chrono::milliseconds teardown{20'000};  // NCCL teardown after results are in (not charged)
+  std::chrono::milliseconds grace{300};  // after a first failure, time to collect its cause
   /// The whole job, from the driver's clock: at most every phase at its limit back to back, and at
   /// most this when set (0: the sum alone).
   std::chrono::milliseconds job{0};
 };
 
 struct RankTrial {
-  nlohmann::json meta;               // the trial message body
+  nlohmann::json meta;  // the trial message body
   std::vector<std::string> outputs;  // raw bytes per output
-  std::vector<std::string> inputs;   // raw bytes per input (when requested)
+  std::vector<std::string> inputs;  // raw bytes per input (when requested)
 };
 
 struct RankTiming {
@@ -41,39 +41,39 @@ struct RankTiming {
 /// What a worker committed about one timed call the moment it ran, before the call's sample key was
 /// revealed to it, with the driver's own clock around it (seconds since the job started).
 struct CallCommit {
-  double time_ms = 0;                // the call's device time as the worker measured it
+  double time_ms = 0;  // the call's device time as the worker measured it
   std::vector<std::string> digests;  // per output: fingerprint at return
   std::vector<unsigned long long> unwritten, nonfinite;  // per output, at return
-  double granted_s = 0;              // the driver sent this call's seed
-  double received_s = 0;             // the driver received this frame
+  double granted_s = 0;  // the driver sent this call's seed
+  double received_s = 0;  // the driver received this frame
 };
 
 /// What one step (one size) of a job produced.
 struct StepResult {
   std::vector<std::vector<RankTrial>> trials;  // [trial][rank]
-  std::vector<RankTiming> timing;              // [rank] (when timing ran)
-  std::vector<RankTiming> graph;               // [rank] (graph replay timing, when asked for)
+  std::vector<RankTiming> timing;  // [rank] (when timing ran)
+  std::vector<RankTiming> graph;  // [rank] (graph replay timing, when asked for)
   std::vector<std::vector<CallCommit>> calls;  // [rank][timed call], committed as the calls ran
-  std::vector<int> full_calls;                 // the timed calls whose outputs came back whole
-  bool complete = false;                       // every rank reached the step's end
+  std::vector<int> full_calls;  // the timed calls whose outputs came back whole
+  bool complete = false;  // every rank reached the step's end
 };
 
 struct JobResult {
   Status status = Status::ok;
   std::string message;
-  int rank = -1;                       // the rank the failure is charged to
-  std::string phase;                   // the phase it happened in
-  int step = 0;                        // the step it happened in
-  std::vector<nlohmann::json> hello;   // per rank
+  int rank = -1;  // the rank the failure is charged to
+  std::string phase;  // the phase it happened in
+  int step = 0;  // the step it happened in
+  std::vector<nlohmann::json> hello;  // per rank
   std::vector<StepResult> steps;
   double wall_s = 0;
   std::chrono::steady_clock::time_point started;  // the epoch of the commits' granted_s / received_s
   bool teardown_clean = true;
-  std::string log_tail;                // the failing rank's log, last few KiB
-  std::string containment;             // cgroup2, cgroup1 or process-group
-  std::string sandbox;                 // whom the workers ran as (Job::sandbox)
-  bool isolated = false;               // not as the driver's user (Job::isolated)
-  size_t leftover_processes = 0;       // processes the solution left behind after its workers ended
+  std::string log_tail;  // the failing rank's log, last few KiB
+  std::string containment;  // cgroup2, cgroup1 or process-group
+  std::string sandbox;  // whom the workers ran as (Job::sandbox)
+  bool isolated = false;  // not as the driver's user (Job::isolated)
+  size_t leftover_processes = 0;  // processes the solution left behind after its workers ended
 };
 
 struct JobConfig {

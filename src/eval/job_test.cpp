@@ -33,8 +33,8 @@ class JobTest : public ::testing::Test {
  protected:
   fs::path tmp;
   void SetUp() override {
-    tmp = fs::temp_directory_path() / ("pkb_job_test_" + std::to_string(getpid()) + "_" +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    tmp = fs::temp_directory_path() /
+          ("pkb_job_test_" + std::to_string(getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(tmp);
     fs::create_directories(tmp / "pids");
   }
@@ -460,7 +460,7 @@ StepResult timed_side(const std::vector<float>& full, const std::string& final_d
                       {"inputs", nlohmann::json::array()}};
   std::string blob;
   for (int i = 0; i < 3; ++i) blob.append(bytes.data(), 2 * sizeof(float));  // samples: the first two elements
-  blob += bytes;                                                            // call 1, whole
+  blob += bytes;  // call 1, whole
   sr.timing.push_back({body, blob});
   sr.full_calls = {1};
   return sr;

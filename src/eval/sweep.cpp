@@ -29,7 +29,8 @@ namespace {
 /// The instance whose algbw bytes come closest to `target` by scaling `var` (smallest valid value
 /// at or above the linear estimate).
 std::unique_ptr<Instance> instance_for(const Prepared& p, const SweepOptions& o, uint64_t target) {
-  if (!p.spec.roofline) throw Error(Errc::invalid_argument, p.spec.stem + " has no [roofline] algbw_bytes: it cannot be swept by bytes");
+  if (!p.spec.roofline)
+    throw Error(Errc::invalid_argument, p.spec.stem + " has no [roofline] algbw_bytes: it cannot be swept by bytes");
   const Instance& base = p.inst;
   if (!base.vars.count(o.var)) throw Error(Errc::invalid_argument, p.spec.stem + " has no size variable '" + o.var + "'");
   auto bytes_at = [&](double v) {
@@ -54,12 +55,14 @@ std::unique_ptr<Instance> instance_for(const Prepared& p, const SweepOptions& o,
       last_error = e.what();
     }
   }
-  throw Error(Errc::invalid_argument, "sweep: no valid instance near " + format_bytes(static_cast<double>(target)) + ": " + last_error);
+  throw Error(Errc::invalid_argument,
+              "sweep: no valid instance near " + format_bytes(static_cast<double>(target)) + ": " + last_error);
 }
 
 double graph_us(const StepResult& sr) {
   double worst = 0;
-  for (auto& rt : sr.graph) worst = std::max(worst, rt.body.value("span_ms", 0.0) * 1000.0 / std::max(1, rt.body.value("iters", 1)));
+  for (auto& rt : sr.graph)
+    worst = std::max(worst, rt.body.value("span_ms", 0.0) * 1000.0 / std::max(1, rt.body.value("iters", 1)));
   return worst;
 }
 
@@ -185,13 +188,14 @@ std::string format_sweep_table(const SweepOptions& o, const std::vector<SweepRow
   out += fmt::format("pkb sweep {}  W={}  {}  {}{}\n", r0.problem_stem, r0.world, r0.dtype,
                      cand ? "candidate " + r0.candidate.path : "baseline only", o.graph ? "  (+ CUDA-graph replay)" : "");
   out += fmt::format("{:>10} {:>10} {:>10} {:>8} {:>9} {:>9} {:>7}{} {:<10}\n", "size", "base us", cand ? "cand us" : "",
-                     cand ? "ratio" : "", "algbw", "busbw", "%link", o.graph ? fmt::format(" {:>10} {:>10}", "base graph", cand ? "cand graph" : "") : "",
-                     "status");
+                     cand ? "ratio" : "", "algbw", "busbw", "%link",
+                     o.graph ? fmt::format(" {:>10} {:>10}", "base graph", cand ? "cand graph" : "") : "", "status");
   for (auto& row : rows) {
     const EvalRecord& r = row.record;
     double b = r.baseline_timing.us.median, c = r.candidate_timing.us.median;
     const auto& rf = r.roofline;
-    std::string graph = o.graph ? fmt::format(" {:>10.2f} {:>10}", row.base_graph_us, cand ? fmt::format("{:.2f}", row.cand_graph_us) : "") : "";
+    std::string graph =
+        o.graph ? fmt::format(" {:>10.2f} {:>10}", row.base_graph_us, cand ? fmt::format("{:.2f}", row.cand_graph_us) : "") : "";
     std::string size = format_bytes(static_cast<double>(row.bytes));
     if (!o.classes.empty()) size = r.size_name;
     out += fmt::format("{:>10} {:>10.2f} {:>10} {:>8} {:>9.2f} {:>9.2f} {:>6.1f}%{} {:<10}{}\n", size, b,
@@ -202,8 +206,10 @@ std::string format_sweep_table(const SweepOptions& o, const std::vector<SweepRow
   }
   out += "algbw = size / time; busbw = algbw x the problem's bus factor (GB/s); " + link_legend(r0.roofline) + "\n";
   if (r0.oversubscribed)
-    out += fmt::format("NOT A MEASUREMENT: {} ranks share {} GPU(s) (--oversubscribe); only the status column means "
-                       "anything\n", r0.world, r0.gpus_used);
+    out += fmt::format(
+        "NOT A MEASUREMENT: {} ranks share {} GPU(s) (--oversubscribe); only the status column means "
+        "anything\n",
+        r0.world, r0.gpus_used);
   return out;
 }
 

@@ -11,17 +11,17 @@
 namespace pkb {
 
 struct SweepOptions {
-  EvalOptions eval;          // problem, solution (empty: the baseline alone), gpus, dtype, ...
+  EvalOptions eval;  // problem, solution (empty: the baseline alone), gpus, dtype, ...
   uint64_t begin_bytes = 8 << 10;
   uint64_t end_bytes = 256 << 20;
   double factor = 4;
-  std::string var = "M";     // the size variable that is scaled
+  std::string var = "M";  // the size variable that is scaled
   std::vector<std::string> classes;  // instead of a byte range: these named size classes ("all": every one)
-  bool graph = false;        // also time CUDA-graph replays
+  bool graph = false;  // also time CUDA-graph replays
 };
 
 struct SweepRow {
-  EvalRecord record;         // kind "sweep", one per size
+  EvalRecord record;  // kind "sweep", one per size
   uint64_t target_bytes = 0, bytes = 0;  // asked for, and algbw bytes of the chosen instance
   double base_graph_us = 0, cand_graph_us = 0;
 };

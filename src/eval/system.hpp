@@ -11,11 +11,11 @@ struct SystemInfo {
   long long l2_bytes = 0;
   int sm_count = 0;
   std::string nvidia_driver;  // e.g. "580.159.04" (from /proc/driver/nvidia/version)
-  int cuda_driver = 0;        // e.g. 13000
+  int cuda_driver = 0;  // e.g. 13000
   int cuda_runtime = 0;
-  int nccl = 0;               // e.g. 22803
+  int nccl = 0;  // e.g. 22803
   std::string hostname;
-  std::string error;          // why no GPU is visible, when gpu_count == 0
+  std::string error;  // why no GPU is visible, when gpu_count == 0
 };
 
 SystemInfo probe_system();

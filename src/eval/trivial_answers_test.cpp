@@ -2,9 +2,9 @@
 // and W = 2 and 4, on the inputs of an eval's first trials drawn as the workers draw them, a
 // solution that returns zeros, ones, or its own inputs passed through (where an input has the
 // output's size) must fail the problem's tolerance against the oracle on some trial, rank and
-// output. (One trial alone may allow it: a random split matrix can keep every row at home.) This guards the input design (grids, scales,
-// tolerances) of every spec: a port whose outputs sit below atol, or whose answer does not depend on
-// the data, fails here on the CPU.
+// output. (One trial alone may allow it: a random split matrix can keep every row at home.) This guards the input design (grids,
+// scales, tolerances) of every spec: a port whose outputs sit below atol, or whose answer does not depend on the data, fails here
+// on the CPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,7 +23,6 @@
 
 namespace pkb {
 namespace {
-
 
 /// Inputs of one trial as the workers draw them, and the oracle's outputs.
 OracleIO oracle_io(const Instance& inst, OracleFn fn, uint64_t seed, uint64_t trial) {
@@ -105,14 +104,16 @@ TEST(TrivialAnswers, FailEveryProblemWithAnOracle) {
       for (double c : {0.0, 1.0})
         EXPECT_FALSE(in_every_trial([&](const OracleIO& io) {
           return [&io, c](size_t r, size_t o) { return std::vector<double>(io.outputs[r][o].numel(), c); };
-        })) << where << ": the constant " << c << " passes three trials";
+        })) << where
+            << ": the constant " << c << " passes three trials";
       EXPECT_FALSE(in_every_trial([&](const OracleIO& io) {
         return [&io](size_t r, size_t o) {
           for (auto& in : io.inputs[r])
             if (in.numel() == io.outputs[r][o].numel()) return in.values;  // its own input, passed through
           return std::vector<double>(io.outputs[r][o].numel(), 0.0);
         };
-      })) << where << ": the inputs passed through pass three trials";
+      })) << where
+          << ": the inputs passed through pass three trials";
       ++checked;
     }
   }
@@ -161,11 +162,12 @@ TEST(TrivialAnswers, HeldOutTrialsCatchSolutionsSpecialisedToTheGrid) {
           const auto& v = h.outputs[r][o].values;
           std::string_view bytes(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(double));
           worst = std::max(worst, compare_to_values(bytes, DType::fp64, held.outputs[r][o].values,
-                                                    for_call(inst.ranks[r].outputs[o].compare, true)).rel_l2);
+                                                    for_call(inst.ranks[r].outputs[o].compare, true))
+                                      .rel_l2);
         }
       EXPECT_FALSE(trivial_passes(inst, held, 1, [&](size_t r, size_t o) { return h.outputs[r][o].values; }))
-          << where << ": an answer computed from grid-snapped inputs passes the held-out trial (worst relative L2 error "
-          << worst << ")";
+          << where << ": an answer computed from grid-snapped inputs passes the held-out trial (worst relative L2 error " << worst
+          << ")";
       ++checked;
     }
   }

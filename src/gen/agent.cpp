@@ -53,9 +53,8 @@ std::string roofline_text(const json& roofline) {
   std::string floor = roofline.contains("floor_us") && roofline["floor_us"].is_number()
                           ? fmt::format(", floor {:.1f} us", roofline["floor_us"].get<double>())
                           : "";
-  std::string bound = roofline.contains("bound") && roofline["bound"].is_string()
-                          ? ", " + roofline["bound"].get<std::string>() + "-bound"
-                          : "";
+  std::string bound =
+      roofline.contains("bound") && roofline["bound"].is_string() ? ", " + roofline["bound"].get<std::string>() + "-bound" : "";
   return fmt::format("{:.0f}% of the roofline{}{}", roofline["pct"].get<double>(), floor, bound);
 }
 
@@ -72,9 +71,14 @@ FeedbackKind kind_for(Status s) {
 
 /// Every [feedback] placeholder with a neutral value, so that any template may use any of them.
 TemplateVars feedback_vars(int steps_left, double target_speedup) {
-  return {{"status", ""},           {"message", ""},       {"details", ""},
-          {"steps_left", std::to_string(steps_left)}, {"target_speedup", fmt::format("{:.2f}", target_speedup)},
-          {"speedup", "not timed"}, {"baseline_us", "?"},  {"candidate_us", "?"},
+  return {{"status", ""},
+          {"message", ""},
+          {"details", ""},
+          {"steps_left", std::to_string(steps_left)},
+          {"target_speedup", fmt::format("{:.2f}", target_speedup)},
+          {"speedup", "not timed"},
+          {"baseline_us", "?"},
+          {"candidate_us", "?"},
           {"roofline", "roofline not measured"}};
 }
 
@@ -117,9 +121,10 @@ class Session {
   Session(const Prompt& prompt, const AgentOptions& o) : o_(o) {
     conv_.system = prompt.system;
     conv_.messages.push_back({ChatMessage::Role::user, prompt.user});
-    transcript_ = {{"schema_version", 1}, {"kind", "agent_transcript"}, {"problem", o.problem},
-                   {"started", now_iso8601()}, {"steps_limit", o.steps}, {"target_speedup", o.target_speedup},
-                   {"meta", o.meta}, {"system", prompt.system}, {"steps", json::array()}, {"best", nullptr}};
+    transcript_ = {{"schema_version", 1},      {"kind", "agent_transcript"}, {"problem", o.problem},
+                   {"started", now_iso8601()}, {"steps_limit", o.steps},     {"target_speedup", o.target_speedup},
+                   {"meta", o.meta},           {"system", prompt.system},    {"steps", json::array()},
+                   {"best", nullptr}};
   }
 
   /// One step; returns the stop reason, or "" to go on.
@@ -150,16 +155,18 @@ void Session::keep_if_best(int i, const EvalRecord& rec, const fs::path& file) {
   result.best_step = i;
   result.best_speedup = rec.speedup;
   write_file_atomic(o_.dir / "best.cu", read_file(file));
-  transcript_["best"] = {{"step", i}, {"speedup", rec.speedup ? json(*rec.speedup) : json(nullptr)},
-                         {"candidate", file.filename().string()}, {"path", "best.cu"}};
+  transcript_["best"] = {{"step", i},
+                         {"speedup", rec.speedup ? json(*rec.speedup) : json(nullptr)},
+                         {"candidate", file.filename().string()},
+                         {"path", "best.cu"}};
 }
 
 std::string Session::step(int i, ChatModel& model, CandidateEvaluator& evaluator, const PromptTemplates& t) {
   json s{{"step", i}, {"prompt", conv_.messages.back().text}};
   say(fmt::format("step {}/{}: asking the model", i, o_.steps));
   Completion c = model.complete(conv_);
-  s["llm"] = {{"status", to_string(c.status)}, {"message", c.message},     {"finish_reason", c.finish_reason},
-              {"usage", to_json(c.usage)},     {"attempts", c.attempts},   {"seconds", c.seconds}};
+  s["llm"] = {{"status", to_string(c.status)}, {"message", c.message},   {"finish_reason", c.finish_reason},
+              {"usage", to_json(c.usage)},     {"attempts", c.attempts}, {"seconds", c.seconds}};
   s["reply"] = c.text;
   auto finish = [&](std::string stop) {
     transcript_["steps"].push_back(s);
@@ -184,7 +191,9 @@ std::string Session::step(int i, ChatModel& model, CandidateEvaluator& evaluator
     EvalRecord rec = evaluator.evaluate(file);
     s["record"] = to_json(rec);
     say(fmt::format("step {}/{}: {}{}", i, o_.steps, to_string(rec.status),
-                    rec.speedup ? fmt::format(", speedup {:.2f}x", *rec.speedup) : rec.message.empty() ? "" : ": " + rec.message));
+                    rec.speedup           ? fmt::format(", speedup {:.2f}x", *rec.speedup)
+                    : rec.message.empty() ? ""
+                                          : ": " + rec.message));
     keep_if_best(i, rec, file);
     if (rec.status == Status::harness_error) return finish("harness_error: " + rec.message);
     if (rec.status == Status::unsupported) return finish("unsupported: " + rec.message);

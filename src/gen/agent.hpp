@@ -33,26 +33,26 @@ class CandidateEvaluator {
 };
 
 struct AgentOptions {
-  std::string problem;             // stem, for the transcript
-  std::filesystem::path dir;       // solutions/<run-name>/agent/<stem>
+  std::string problem;  // stem, for the transcript
+  std::filesystem::path dir;  // solutions/<run-name>/agent/<stem>
   int steps = 5;
-  double target_speedup = 1.0;     // stop at the first passing candidate at least this fast (0: any pass)
+  double target_speedup = 1.0;  // stop at the first passing candidate at least this fast (0: any pass)
   nlohmann::json meta = nlohmann::json::object();  // model, provider, parameters, evaluation config
-  std::string provenance;          // the marker line's text in step files
+  std::string provenance;  // the marker line's text in step files
   std::function<void(const std::string&)> progress;  // one line per event; may be empty
 };
 
 struct AgentResult {
   int steps_run = 0;
-  int best_step = 0;                  // 0: no passing candidate
+  int best_step = 0;  // 0: no passing candidate
   std::optional<double> best_speedup;
-  std::string stop_reason;            // "target reached", "step limit", "model: ...", "harness_error: ..."
+  std::string stop_reason;  // "target reached", "step limit", "model: ...", "harness_error: ..."
   std::filesystem::path transcript;
 };
 
 /// Runs the loop. Throws Interrupted on Ctrl-C (the transcript keeps the finished steps).
-AgentResult run_agent(ChatModel& model, CandidateEvaluator& evaluator, const Prompt& prompt,
-                      const PromptTemplates& templates, const AgentOptions& opts);
+AgentResult run_agent(ChatModel& model, CandidateEvaluator& evaluator, const Prompt& prompt, const PromptTemplates& templates,
+                      const AgentOptions& opts);
 
 /// Pure: the message that tells the model how its candidate did (the [feedback] template for the
 /// record's status, with the compiler log, failed checks, failure text or timing filled in).

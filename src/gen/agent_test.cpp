@@ -125,7 +125,8 @@ TEST_F(Agent, FeedsBackCompileErrorThenMismatchThenStopsOnAPass) {
   EXPECT_EQ(t["best"]["step"], 3);
   EXPECT_EQ(t["best"]["candidate"], "step_3.cu");
   EXPECT_EQ(read_file(dir / "best.cu"), read_file(dir / "step_3.cu"));
-  EXPECT_EQ(read_file(dir / "step_3.cu").rfind("// pkb-generated: openai/fake, problem 1_allreduce, agent step 3\n#line 1\n", 0), 0u);
+  EXPECT_EQ(read_file(dir / "step_3.cu").rfind("// pkb-generated: openai/fake, problem 1_allreduce, agent step 3\n#line 1\n", 0),
+            0u);
   EXPECT_FALSE(lines.empty());
 }
 

@@ -78,7 +78,7 @@ SampleResult generate_one(ChatModel& model, const ProblemPrompt& p, int k, const
       c.message = "the reply has no ```cu/```cuda/```cpp block (nor an untagged block defining pkb_run)";
     } else {
       std::string file = generated_source(*x.code, fmt::format("{}/{}, problem {}, sample {}; record {}.json",
-                                                              to_string(o.llm.provider), o.llm.model, p.stem, k, name));
+                                                               to_string(o.llm.provider), o.llm.model, p.stem, k, name));
       write_file_atomic(cu, file);
       rec["code_path"] = name + ".cu";
       rec["code_sha256"] = sha256_hex(*x.code);
@@ -101,9 +101,17 @@ void write_run_files(const std::vector<ProblemPrompt>& problems, const GenerateO
     stems.push_back(p.stem);
     configs[p.stem] = p.config;
   }
-  json run{{"schema_version", 1}, {"kind", "generation_run"}, {"run_name", o.run_name}, {"timestamp", now_iso8601()},
-           {"provider", to_string(o.llm.provider)}, {"model", o.llm.model}, {"base_url", o.llm.endpoint()},
-           {"parameters", o.llm.parameters()}, {"samples", o.samples}, {"problems", stems}, {"prompt_configs", configs}};
+  json run{{"schema_version", 1},
+           {"kind", "generation_run"},
+           {"run_name", o.run_name},
+           {"timestamp", now_iso8601()},
+           {"provider", to_string(o.llm.provider)},
+           {"model", o.llm.model},
+           {"base_url", o.llm.endpoint()},
+           {"parameters", o.llm.parameters()},
+           {"samples", o.samples},
+           {"problems", stems},
+           {"prompt_configs", configs}};
   write_file_atomic(o.run_dir / "run.json", run.dump(2) + "\n");
 }
 
@@ -113,7 +121,10 @@ GenerateSummary run_generate(const std::vector<ProblemPrompt>& problems, const G
                              const ModelFactory& make_model, const SampleProgress& progress) {
   if (opts.samples < 1) fail(Errc::invalid_argument, "--samples must be at least 1");
   write_run_files(problems, opts);
-  struct Job { const ProblemPrompt* p; int k; };
+  struct Job {
+    const ProblemPrompt* p;
+    int k;
+  };
   std::vector<Job> jobs;
   for (auto& p : problems)
     for (int k = 0; k < opts.samples; ++k) jobs.push_back({&p, k});

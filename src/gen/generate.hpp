@@ -34,8 +34,8 @@ struct GenerateOptions {
   std::filesystem::path run_dir;  // solutions/<run-name>
   std::string run_name;
   int samples = 1;
-  int concurrency = 4;            // requests in flight at once
-  LlmConfig llm;                  // recorded with every sample
+  int concurrency = 4;  // requests in flight at once
+  LlmConfig llm;  // recorded with every sample
 };
 
 /// One finished (or kept) sample, for progress lines.

@@ -44,7 +44,8 @@ class Generate : public ::testing::Test {
     return o;
   }
   GenerateSummary run(const GenerateOptions& o) {
-    return run_generate(problems, o, [&] { return make_chat_model(o.llm); }, nullptr);
+    return run_generate(
+        problems, o, [&] { return make_chat_model(o.llm); }, nullptr);
   }
   json record(const std::string& name) { return json::parse(read_file(dir / (name + ".json"))); }
 };

@@ -45,7 +45,8 @@ std::unique_ptr<JobCgroup> JobCgroup::create(const std::string& name, const Cgro
     if (!is_cgroup2_root(root)) continue;
     std::string controllers = read_text(root / "cgroup.controllers");
     bool pids = controllers.find("pids") != std::string::npos, memory = controllers.find("memory") != std::string::npos;
-    if (pids || memory) write_text(root / "cgroup.subtree_control", std::string(pids ? "+pids " : "") + (memory ? "+memory" : ""));
+    if (pids || memory)
+      write_text(root / "cgroup.subtree_control", std::string(pids ? "+pids " : "") + (memory ? "+memory" : ""));
     fs::path dir = root / name;
     if (!fs::create_directory(dir, ec)) continue;
     if (limits.max_pids > 0 && fs::exists(dir / "pids.max", ec)) write_text(dir / "pids.max", std::to_string(limits.max_pids));

@@ -12,7 +12,7 @@
 namespace pkb {
 
 struct CgroupLimits {
-  long max_pids = 0;             // tasks (threads count), 0: no limit
+  long max_pids = 0;  // tasks (threads count), 0: no limit
   long long max_memory_bytes = 0;  // host memory, 0: no limit
 };
 
@@ -36,7 +36,7 @@ class JobCgroup {
  private:
   JobCgroup() = default;
   std::string kind_;
-  std::vector<std::string> dirs_;   // one (v2) or one per v1 hierarchy
+  std::vector<std::string> dirs_;  // one (v2) or one per v1 hierarchy
   std::vector<std::string> procs_;
 };
 

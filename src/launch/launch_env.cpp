@@ -70,10 +70,11 @@ int join_job(const std::string& host_port, const std::string& secret, const Laun
   int fd = tcp_connect(host, port, std::chrono::seconds(60));
   char name[256] = {0};
   gethostname(name, sizeof name - 1);
-  send_message(fd, {MsgKind::join,
-                    nlohmann::json{{"secret", secret}, {"rank", env.rank}, {"local_rank", env.local_rank}, {"host", name},
-                                   {"source", env.source}},
-                    {}});
+  send_message(
+      fd, {MsgKind::join,
+           nlohmann::json{
+               {"secret", secret}, {"rank", env.rank}, {"local_rank", env.local_rank}, {"host", name}, {"source", env.source}},
+           {}});
   return fd;
 }
 

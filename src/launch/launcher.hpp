@@ -81,8 +81,8 @@ class LocalLauncher : public Launcher {
 /// (the GPU each worker takes) come from the launcher's environment (launch/launch_env.hpp).
 struct MpiOptions {
   std::vector<std::string> command = {"mpirun"};  // the launcher and its own flags (--hostfile, ...)
-  std::string bind_address = "127.0.0.1";          // where the driver listens ("0.0.0.0" for several hosts)
-  std::string advertise_host;                      // the address workers dial (default: bind address, or hostname)
+  std::string bind_address = "127.0.0.1";  // where the driver listens ("0.0.0.0" for several hosts)
+  std::string advertise_host;  // the address workers dial (default: bind address, or hostname)
   std::chrono::milliseconds connect_timeout{60000};
 };
 

@@ -1,12 +1,12 @@
 #include <pwd.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <algorithm>
 #include <fstream>
 
 #include "core/error.hpp"
@@ -16,9 +16,7 @@
 namespace pkb {
 
 std::vector<std::pair<std::string, std::string>> forced_worker_env() {
-  return {{"NCCL_NVLS_ENABLE", "0"},
-          {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"},
-          {"NVSHMEM_DISABLE_NVLS", "1"}};
+  return {{"NCCL_NVLS_ENABLE", "0"}, {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"}, {"NVSHMEM_DISABLE_NVLS", "1"}};
 }
 
 std::string tail_of_file(const std::filesystem::path& p, size_t max_bytes) {
@@ -45,8 +43,7 @@ class LocalJob : public Job {
     // NCCL unlinks its segments when every rank exits cleanly; only a killed or failed job leaves
     // any, and cleaning up after a clean one could only hit other jobs' segments.
     bool clean = true;
-    for (int r = 0; r < world(); ++r)
-      clean &= pids_[r] <= 0 || (exits_[r] && exits_[r]->exited && exits_[r]->code == 0);
+    for (int r = 0; r < world(); ++r) clean &= pids_[r] <= 0 || (exits_[r] && exits_[r]->exited && exits_[r]->code == 0);
     kill();
     wait_all(Clock::now() + std::chrono::seconds(10));
     for (int fd : fds_)
@@ -65,9 +62,7 @@ class LocalJob : public Job {
 
   int world() const override { return static_cast<int>(pids_.size()); }
   int channel(int rank) const override { return fds_.at(rank); }
-  std::filesystem::path log_path(int rank) const override {
-    return log_dir_ / ("rank_" + std::to_string(rank) + ".log");
-  }
+  std::filesystem::path log_path(int rank) const override { return log_dir_ / ("rank_" + std::to_string(rank) + ".log"); }
 
   std::optional<ExitInfo> poll_exit(int rank) override {
     if (exits_[rank]) return exits_[rank];

@@ -96,8 +96,8 @@ class MpiJob : public Job {
     if (is_openmpi_like(o.command.at(0)))
       for (auto& [k, v] : env) sp.argv.insert(sp.argv.end(), {"-x", k + "=" + v});
     sp.argv.insert(sp.argv.end(), req.worker_argv.begin(), req.worker_argv.end());
-    sp.argv.insert(sp.argv.end(), {"--connect", host + ":" + std::to_string(port), "--secret", secret, "--world",
-                                   std::to_string(req.world)});
+    sp.argv.insert(sp.argv.end(),
+                   {"--connect", host + ":" + std::to_string(port), "--secret", secret, "--world", std::to_string(req.world)});
     sp.env_set = env;
     if (getuid() == 0) {  // OpenMPI refuses root unless told twice
       sp.env_set.emplace_back("OMPI_ALLOW_RUN_AS_ROOT", "1");
@@ -115,8 +115,9 @@ class MpiJob : public Job {
     auto deadline = Clock::now() + timeout;
     int joined = 0;
     while (joined < world()) {
-      if (poll_exit(0)) fail(Errc::io_error, "the launcher exited (" + exit_->describe() + ") after " + std::to_string(joined) +
-                                                 " of " + std::to_string(world()) + " workers joined; see " + log_.string());
+      if (poll_exit(0))
+        fail(Errc::io_error, "the launcher exited (" + exit_->describe() + ") after " + std::to_string(joined) + " of " +
+                                 std::to_string(world()) + " workers joined; see " + log_.string());
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       if (left.count() <= 0)
         fail(Errc::timeout, std::to_string(joined) + " of " + std::to_string(world()) + " workers joined within " +

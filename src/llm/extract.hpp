@@ -14,9 +14,9 @@
 namespace pkb {
 
 struct FencedBlock {
-  std::string lang;          // first word of the info string, lower case ("" when untagged)
-  std::string code;          // the lines between the fences
-  size_t begin = 0, end = 0; // the whole block, fences included, as offsets into the reply
+  std::string lang;  // first word of the info string, lower case ("" when untagged)
+  std::string code;  // the lines between the fences
+  size_t begin = 0, end = 0;  // the whole block, fences included, as offsets into the reply
   bool terminated = true;
 };
 

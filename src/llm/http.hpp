@@ -14,23 +14,23 @@ namespace pkb {
 struct HttpRequest {
   std::string url;
   std::vector<std::string> headers;  // "Name: value"
-  std::string body;                  // sent as application/json
-  double timeout_s = 600;            // the whole exchange
+  std::string body;  // sent as application/json
+  double timeout_s = 600;  // the whole exchange
   double connect_timeout_s = 30;
 };
 
 enum class HttpOutcome {
-  completed,      // a response arrived (any status code)
-  timeout,        // no complete response within timeout_s
+  completed,  // a response arrived (any status code)
+  timeout,  // no complete response within timeout_s
   network_error,  // could not connect, connection reset, TLS failure, ...
 };
 
 struct HttpResponse {
   HttpOutcome outcome = HttpOutcome::completed;
-  long code = 0;                       // HTTP status code (completed only)
+  long code = 0;  // HTTP status code (completed only)
   std::string body;
-  std::optional<double> retry_after_s; // the Retry-After header, in seconds
-  std::string error;                   // what went wrong, for timeout and network_error
+  std::optional<double> retry_after_s;  // the Retry-After header, in seconds
+  std::string error;  // what went wrong, for timeout and network_error
   double seconds = 0;
 };
 

@@ -30,9 +30,14 @@ std::optional<Provider> parse_provider(std::string_view s) {
 }
 
 namespace {
-constexpr LlmStatus kAllStatuses[] = {LlmStatus::ok,           LlmStatus::http_error,         LlmStatus::rate_limited,
-                                      LlmStatus::timeout,      LlmStatus::network_error,      LlmStatus::malformed_response,
-                                      LlmStatus::no_code_block, LlmStatus::auth_missing};
+constexpr LlmStatus kAllStatuses[] = {LlmStatus::ok,
+                                      LlmStatus::http_error,
+                                      LlmStatus::rate_limited,
+                                      LlmStatus::timeout,
+                                      LlmStatus::network_error,
+                                      LlmStatus::malformed_response,
+                                      LlmStatus::no_code_block,
+                                      LlmStatus::auth_missing};
 }  // namespace
 
 std::string_view to_string(LlmStatus s) {
@@ -88,7 +93,8 @@ json LlmConfig::parameters() const {
 
 json to_json(const Usage& u) {
   auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
-  return {{"prompt_tokens", opt(u.prompt_tokens)}, {"completion_tokens", opt(u.completion_tokens)}, {"cost_usd", opt(u.cost_usd)}};
+  return {
+      {"prompt_tokens", opt(u.prompt_tokens)}, {"completion_tokens", opt(u.completion_tokens)}, {"cost_usd", opt(u.cost_usd)}};
 }
 
 namespace {
@@ -128,8 +134,8 @@ void interruptible_sleep(double seconds) {
   auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (std::chrono::steady_clock::now() < until) {
     check_interrupted();
-    std::this_thread::sleep_for(std::min<std::chrono::duration<double>>(until - std::chrono::steady_clock::now(),
-                                                                        std::chrono::milliseconds(50)));
+    std::this_thread::sleep_for(
+        std::min<std::chrono::duration<double>>(until - std::chrono::steady_clock::now(), std::chrono::milliseconds(50)));
   }
   check_interrupted();
 }
@@ -172,7 +178,7 @@ Completion HttpChatModel::complete(const Conversation& conv) {
         return done(LlmStatus::ok, "");
       } catch (const std::exception& e) {  // json::exception or Error(parse_error)
         return done(LlmStatus::malformed_response, std::string("HTTP 200 but not a ") + std::string(to_string(cfg_.provider)) +
-                                                      " reply: " + e.what() + "; body starts: " + r.body.substr(0, 200));
+                                                       " reply: " + e.what() + "; body starts: " + r.body.substr(0, 200));
       }
     }
     if (r.outcome == HttpOutcome::completed && r.code == 400 && adaptations < 2 && protocol_->adapt(r.body)) {

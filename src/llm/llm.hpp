@@ -23,14 +23,14 @@ std::optional<Provider> parse_provider(std::string_view s);
 
 /// The outcome of one generation request (recorded in every sample and agent step).
 enum class LlmStatus {
-  ok,                  // a reply arrived (and, for a sample, a code block was found in it)
-  http_error,          // the endpoint answered with an error status (code and body excerpt in the message)
-  rate_limited,        // still HTTP 429 after every retry
-  timeout,             // no complete reply within the client timeout
-  network_error,       // could not reach the endpoint (after every retry)
+  ok,  // a reply arrived (and, for a sample, a code block was found in it)
+  http_error,  // the endpoint answered with an error status (code and body excerpt in the message)
+  rate_limited,  // still HTTP 429 after every retry
+  timeout,  // no complete reply within the client timeout
+  network_error,  // could not reach the endpoint (after every retry)
   malformed_response,  // HTTP 200 but not the JSON the protocol defines
-  no_code_block,       // a reply without a usable code block (set by the code extraction)
-  auth_missing,        // no API key in the environment; nothing was sent
+  no_code_block,  // a reply without a usable code block (set by the code extraction)
+  auth_missing,  // no API key in the environment; nothing was sent
 };
 std::string_view to_string(LlmStatus s);
 std::optional<LlmStatus> parse_llm_status(std::string_view s);
@@ -38,13 +38,13 @@ std::optional<LlmStatus> parse_llm_status(std::string_view s);
 struct LlmConfig {
   Provider provider = Provider::openai;
   std::string model;
-  std::string base_url;     // empty: the provider's public endpoint (default_base_url)
+  std::string base_url;  // empty: the provider's public endpoint (default_base_url)
   std::string api_key_env;  // empty: the provider's usual variables (default_key_envs)
   std::optional<double> temperature;  // nullopt: the endpoint's default (not sent)
   int max_tokens = 32768;
   double timeout_s = 900;
   int max_retries = 4;
-  double backoff_s = 2;        // the first wait; it doubles with every retry
+  double backoff_s = 2;  // the first wait; it doubles with every retry
   double backoff_max_s = 120;  // no wait is longer, Retry-After included
 
   std::string endpoint() const;  // base_url or the default
@@ -74,14 +74,14 @@ nlohmann::json to_json(const Usage& u);
 
 struct Completion {
   LlmStatus status = LlmStatus::ok;
-  std::string message;        // for every status but ok: what happened and what to check
-  long http_code = 0;         // the last HTTP status received (0: none)
-  std::string text;           // the model's reply
+  std::string message;  // for every status but ok: what happened and what to check
+  long http_code = 0;  // the last HTTP status received (0: none)
+  std::string text;  // the model's reply
   std::string finish_reason;  // as the endpoint reports it ("stop", "length", "end_turn", ...)
-  std::string model;          // as the endpoint reports it
+  std::string model;  // as the endpoint reports it
   Usage usage;
-  int attempts = 0;           // HTTP requests made, retries included
-  double seconds = 0;         // wall time, waits included
+  int attempts = 0;  // HTTP requests made, retries included
+  double seconds = 0;  // wall time, waits included
 };
 
 /// Anything that answers a conversation. Implementations are not required to be thread-safe.

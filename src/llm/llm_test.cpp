@@ -32,7 +32,8 @@ LlmConfig config(Provider p, const FakeLlmServer& s, const std::string& suffix) 
 }
 
 Conversation two_turns() {
-  return {"be brief", {{ChatMessage::Role::user, "hello"}, {ChatMessage::Role::assistant, "hi"}, {ChatMessage::Role::user, "code?"}}};
+  return {"be brief",
+          {{ChatMessage::Role::user, "hello"}, {ChatMessage::Role::assistant, "hi"}, {ChatMessage::Role::user, "code?"}}};
 }
 
 double seconds_of(const std::function<void()>& f) {
@@ -200,8 +201,9 @@ TEST_F(Llm, LocalEndpointMayRunWithoutAKey) {
 }
 
 TEST_F(Llm, OpenAiAdaptsToMaxCompletionTokens) {
-  FakeLlmServer s({Reply::error(400, R"({"error":{"message":"Unsupported parameter: 'max_tokens'. Use 'max_completion_tokens' instead."}})"),
-                   Reply::answer("adapted")});
+  FakeLlmServer s(
+      {Reply::error(400, R"({"error":{"message":"Unsupported parameter: 'max_tokens'. Use 'max_completion_tokens' instead."}})"),
+       Reply::answer("adapted")});
   Completion c = make_chat_model(config(Provider::openai, s, "/v1"))->complete(two_turns());
   ASSERT_EQ(c.status, LlmStatus::ok) << c.message;
   auto reqs = s.requests();

@@ -13,9 +13,7 @@ using nlohmann::json;
 
 namespace {
 
-const char* role_name(ChatMessage::Role r, const char* assistant) {
-  return r == ChatMessage::Role::user ? "user" : assistant;
-}
+const char* role_name(ChatMessage::Role r, const char* assistant) { return r == ChatMessage::Role::user ? "user" : assistant; }
 
 /// A required member, or a parse error that says which.
 const json& member(const json& j, const char* key, const char* path) {
@@ -59,7 +57,8 @@ class OpenAiProtocol final : public Protocol {
     out.model = text_or_empty(body, "model");
     out.usage.prompt_tokens = integer_at(body, "usage", "prompt_tokens");
     out.usage.completion_tokens = integer_at(body, "usage", "completion_tokens");
-    if (body.contains("usage") && body["usage"].is_object() && body["usage"].contains("cost") && body["usage"]["cost"].is_number())
+    if (body.contains("usage") && body["usage"].is_object() && body["usage"].contains("cost") &&
+        body["usage"]["cost"].is_number())
       out.usage.cost_usd = body["usage"]["cost"].get<double>();
   }
 

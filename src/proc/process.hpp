@@ -15,9 +15,9 @@ namespace pkb {
 using Clock = std::chrono::steady_clock;
 
 struct ResourceLimits {
-  long max_processes = 0;      // RLIMIT_NPROC (0: unchanged)
-  long max_file_bytes = 0;     // RLIMIT_FSIZE (0: unchanged)
-  long max_cpu_seconds = 0;    // RLIMIT_CPU (0: unchanged)
+  long max_processes = 0;  // RLIMIT_NPROC (0: unchanged)
+  long max_file_bytes = 0;  // RLIMIT_FSIZE (0: unchanged)
+  long max_cpu_seconds = 0;  // RLIMIT_CPU (0: unchanged)
 };
 
 struct SpawnOptions {

@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -30,7 +30,7 @@ pid_t fork_sleeper() {
 }
 
 struct ShWithChild {
-  pid_t pid = -1;         // sh, leading its own process group
+  pid_t pid = -1;  // sh, leading its own process group
   pid_t grandchild = -1;  // what sh started in the background ($!), written to fd 3
 };
 

@@ -21,7 +21,8 @@ std::string number(double v) {
 }
 
 std::string distinct_text(const Dist& d) {
-  std::string draw = fmt::format("{} rows of {} distinct random integers in [0, {}), ascending in each row", number(d.a), d.hi, d.lo);
+  std::string draw =
+      fmt::format("{} rows of {} distinct random integers in [0, {}), ascending in each row", number(d.a), d.hi, d.lo);
   switch (static_cast<DistinctView>(static_cast<int32_t>(d.b))) {
     case DistinctView::values: return draw;
     case DistinctView::onehot: return "1 at [v, j, m] where row m's j-th value is v, else 0, of " + draw;
@@ -37,39 +38,45 @@ std::string dist_text(const Dist& d) {
     case DistKind::normal: return fmt::format("normal, mean {:g}, std {:g}", d.a, d.b);
     case DistKind::uniform: return fmt::format("uniform in [{:g}, {:g})", d.a, d.b);
     case DistKind::grid:
-      return fmt::format("k * {:g} for a random integer k in [{}, {}] (sums of such values are exact in any order)", d.a, d.lo, d.hi);
+      return fmt::format("k * {:g} for a random integer k in [{}, {}] (sums of such values are exact in any order)", d.a, d.lo,
+                         d.hi);
     case DistKind::randint: return fmt::format("random integers in [{}, {}]", d.lo, d.hi);
     case DistKind::zeros: return "zeros";
     case DistKind::ones: return "ones";
     case DistKind::arange: return fmt::format("the element index plus {}", d.lo);
     case DistKind::split:
-      return fmt::format("all-to-all split sizes: {} of one random W x W count matrix that every rank shares, in which "
-                         "every row and every column sums to {} (entries may be 0)",
-                         d.a == 0.0 ? "row `rank` (rows this rank sends to each rank)"
-                                    : "column `rank` (rows this rank receives from each rank)",
-                         d.lo);
+      return fmt::format(
+          "all-to-all split sizes: {} of one random W x W count matrix that every rank shares, in which "
+          "every row and every column sums to {} (entries may be 0)",
+          d.a == 0.0 ? "row `rank` (rows this rank sends to each rank)"
+                     : "column `rank` (rows this rank receives from each rank)",
+          d.lo);
     case DistKind::spread:  // a held-out call's redraw of a grid
       return fmt::format("off-grid values: uniform in [{:g}, {:g}) times 2^-s for a random s in 0..7",
                          static_cast<double>(d.lo) * d.a, static_cast<double>(d.hi) * d.a);
     case DistKind::distinct: return distinct_text(d);
     case DistKind::owner_ids:
-      return fmt::format("random ids in [0, {}); how many each rank owns (owner = id mod W) follows row `rank` of one "
-                         "random W x W count matrix that every rank shares, whose rows and columns each sum to {} (so "
-                         "every rank receives {} ids when ids go to their owners), in random order",
-                         number(d.a), d.lo, d.lo);
+      return fmt::format(
+          "random ids in [0, {}); how many each rank owns (owner = id mod W) follows row `rank` of one "
+          "random W x W count matrix that every rank shares, whose rows and columns each sum to {} (so "
+          "every rank receives {} ids when ids go to their owners), in random order",
+          number(d.a), d.lo, d.lo);
     case DistKind::composition:
-      return fmt::format("random integers in [0, {}] (jagged lengths) whose sum over this tensor is {} on every rank, "
-                         "and whose sum over the ranks at each position is W * {}; how they split into parts varies",
-                         2 * d.lo, static_cast<long long>(d.a) * d.lo, d.lo);
+      return fmt::format(
+          "random integers in [0, {}] (jagged lengths) whose sum over this tensor is {} on every rank, "
+          "and whose sum over the ranks at each position is W * {}; how they split into parts varies",
+          2 * d.lo, static_cast<long long>(d.a) * d.lo, d.lo);
     case DistKind::offsets:
-      return fmt::format("nondecreasing row pointers (CSR / CSC offsets) of {} rows: the first is 0, the last {}, and "
-                         "each row's length (the difference of neighbours) is a random integer in [0, {}], empty rows "
-                         "included",
-                         static_cast<long long>(d.a) - 1, (static_cast<long long>(d.a) - 1) * d.lo, 2 * d.lo);
+      return fmt::format(
+          "nondecreasing row pointers (CSR / CSC offsets) of {} rows: the first is 0, the last {}, and "
+          "each row's length (the difference of neighbours) is a random integer in [0, {}], empty rows "
+          "included",
+          static_cast<long long>(d.a) - 1, (static_cast<long long>(d.a) - 1) * d.lo, 2 * d.lo);
     case DistKind::permutation:
-      return fmt::format("distinct random integers in [0, {}), in random order (a random permutation when there are "
-                         "{} elements)",
-                         d.lo, d.lo);
+      return fmt::format(
+          "distinct random integers in [0, {}), in random order (a random permutation when there are "
+          "{} elements)",
+          d.lo, d.lo);
   }
   return "?";
 }
@@ -93,7 +100,13 @@ std::string tensor_text(const TensorPlan& t) {
 /// How an output is compared, where that is not the problem's tolerance the prompt states.
 std::string compare_note(const Comparison& c, const Tolerance& problem) {
   if (c.nonfinite_as_expected) {
-    std::string rest = compare_note([&] { Comparison d = c; d.nonfinite_as_expected = false; return d; }(), problem);
+    std::string rest = compare_note(
+        [&] {
+          Comparison d = c;
+          d.nonfinite_as_expected = false;
+          return d;
+        }(),
+        problem);
     return rest + "; NaN and infinities are right exactly where the baseline's output has the same";
   }
   if (c.exact()) return "; compared exactly (every element must equal the baseline's, no tolerance)";
@@ -159,9 +172,10 @@ std::string shapes_text(const Instance& inst) {
   std::string out = fmt::format("Parameters: {} (ctx->param(ctx, \"M\", 0) reads them).\n", vars);
   if (!reals.empty()) out += fmt::format("Real parameters: {} (ctx->fparam(ctx, \"name\", 0.0) reads them).\n", reals);
   for (auto& tp : inst.trial_params)
-    out += fmt::format("Per-call parameter `{}`: an integer in [{}, {}] that changes from call to call (read it with "
-                       "ctx->param in every pkb_run, never cache it).\n",
-                       tp.name, tp.low, tp.high);
+    out += fmt::format(
+        "Per-call parameter `{}`: an integer in [{}, {}] that changes from call to call (read it with "
+        "ctx->param in every pkb_run, never cache it).\n",
+        tp.name, tp.low, tp.high);
   out += "\n";
   out += "Inputs of pkb_run, in this order (read-only):\n" + tensor_list(inst, true);
   out += "\nOutputs of pkb_run, in this order (preallocated):\n" + tensor_list(inst, false);
@@ -190,14 +204,22 @@ std::string traffic_text(const Instance& inst) {
 
 TemplateVars hardware_vars(const HardwareFacts& h, const Instance& inst) {
   auto text = [](const std::string& s) { return s.empty() ? std::string("not recorded") : s; };
-  TemplateVars v{{"gpu_name", text(h.gpu_name)},          {"gpu_count", std::to_string(h.gpu_count)},
-                 {"driver", text(h.driver)},               {"nccl", text(h.nccl)},
-                 {"topology", text(h.topology)},           {"measured_at", text(h.measured_at)},
-                 {"link_store", rate(h.link_store_gbps, "GB/s")}, {"link_load", rate(h.link_load_gbps, "GB/s")},
-                 {"link_ce", rate(h.link_ce_gbps, "GB/s")},        {"ring", rate(h.ring_gbps, "GB/s")},
-                 {"all_to_all", rate(h.all_to_all_gbps, "GB/s")},  {"hbm", rate(h.hbm_gbps, "GB/s")},
-                 {"gemm_bf16", rate(h.gemm_bf16_tflops, "TFLOP/s")}, {"gemm_fp32", rate(h.gemm_fp32_tflops, "TFLOP/s")},
-                 {"launch", latency(h.launch_us)},         {"flag_rtt", latency(h.flag_rtt_us)},
+  TemplateVars v{{"gpu_name", text(h.gpu_name)},
+                 {"gpu_count", std::to_string(h.gpu_count)},
+                 {"driver", text(h.driver)},
+                 {"nccl", text(h.nccl)},
+                 {"topology", text(h.topology)},
+                 {"measured_at", text(h.measured_at)},
+                 {"link_store", rate(h.link_store_gbps, "GB/s")},
+                 {"link_load", rate(h.link_load_gbps, "GB/s")},
+                 {"link_ce", rate(h.link_ce_gbps, "GB/s")},
+                 {"ring", rate(h.ring_gbps, "GB/s")},
+                 {"all_to_all", rate(h.all_to_all_gbps, "GB/s")},
+                 {"hbm", rate(h.hbm_gbps, "GB/s")},
+                 {"gemm_bf16", rate(h.gemm_bf16_tflops, "TFLOP/s")},
+                 {"gemm_fp32", rate(h.gemm_fp32_tflops, "TFLOP/s")},
+                 {"launch", latency(h.launch_us)},
+                 {"flag_rtt", latency(h.flag_rtt_us)},
                  {"nccl_allreduce_8k", latency(h.nccl_allreduce_8k_us)},
                  {"floor", ""}};
   std::optional<Work> w = instance_work(inst);
@@ -206,11 +228,15 @@ TemplateVars hardware_vars(const HardwareFacts& h, const Instance& inst) {
   Roofline r = compute_roofline(*w, h, h, inst.dtype, 0, "calibrated");
   if (r.floor_us <= 0) return v;
   std::string parts;
-  for (auto [what, us] : {std::pair{"NVLink bytes / link rate", r.link_us}, {"FLOPs / GEMM rate", r.flop_us},
-                          {"HBM bytes / HBM rate", r.hbm_us}, {"one kernel launch", r.launch_us}})
+  for (auto [what, us] : {std::pair{"NVLink bytes / link rate", r.link_us},
+                          {"FLOPs / GEMM rate", r.flop_us},
+                          {"HBM bytes / HBM rate", r.hbm_us},
+                          {"one kernel launch", r.launch_us}})
     if (us >= 0.05) parts += fmt::format("{}{} {:.1f} us", parts.empty() ? "" : ", ", what, us);
-  v["floor"] = fmt::format("At these rates this configuration cannot run faster than about {:.1f} us per call "
-                           "({}-bound: {}).", r.floor_us, r.bound, parts);
+  v["floor"] = fmt::format(
+      "At these rates this configuration cannot run faster than about {:.1f} us per call "
+      "({}-bound: {}).",
+      r.floor_us, r.bound, parts);
   return v;
 }
 
@@ -248,8 +274,8 @@ PromptInputs gather_prompt_inputs(const PromptTemplates& t, const Spec& spec, co
     if (e.problem == spec.stem) continue;  // never show a problem its own solution
     fs::path base = spec.dir.parent_path() / e.problem / "reference.cu";
     if (!fs::exists(base, ec)) base = req.home / "problems" / e.problem / "reference.cu";
-    in.examples.push_back({e.label, e.problem, "problems/" + e.problem + "/reference.cu", source(base), e.solution,
-                           source(req.home / e.solution)});
+    in.examples.push_back(
+        {e.label, e.problem, "problems/" + e.problem + "/reference.cu", source(base), e.solution, source(req.home / e.solution)});
   }
   if (req.hardware) in.hardware = hardware_vars(*req.hardware, inst);
   return in;

@@ -9,8 +9,8 @@ namespace {
 
 std::string render_examples(const PromptTemplates& t, const std::vector<ExampleText>& examples) {
   if (examples.empty()) return "";
-  std::string out = render_template(examples.size() == 1 ? t.examples_intro_one : t.examples_intro_many, {},
-                                    t.where + " [examples].intro");
+  std::string out =
+      render_template(examples.size() == 1 ? t.examples_intro_one : t.examples_intro_many, {}, t.where + " [examples].intro");
   for (auto& e : examples) {
     out += "\n";
     TemplateVars v{{"example_label", e.label},
@@ -68,8 +68,6 @@ std::string Prompt::sha256() const {
   return h.hex();
 }
 
-std::string Prompt::to_text() const {
-  return "===== system =====\n" + system + "\n===== user =====\n" + user;
-}
+std::string Prompt::to_text() const { return "===== system =====\n" + system + "\n===== user =====\n" + user; }
 
 }  // namespace pkb

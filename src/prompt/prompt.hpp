@@ -24,9 +24,9 @@ struct ExampleText {
 /// Everything a prompt says, as plain values. `gather_prompt_inputs` fills it from the repository;
 /// tests fill it by hand.
 struct PromptInputs {
-  std::string backend;                // empty: the templates' default
-  TemplateVars problem;               // problem_stem, problem_summary, baseline_source, shapes, ...
-  std::string readme;                 // the problem's README.md, empty when it has none
+  std::string backend;  // empty: the templates' default
+  TemplateVars problem;  // problem_stem, problem_summary, baseline_source, shapes, ...
+  std::string readme;  // the problem's README.md, empty when it has none
   std::vector<ExampleText> examples;  // already filtered (never the problem's own solution)
   /// Hardware placeholders (gpu_name, link_store, ...) when calibrated; nullopt: not measured.
   std::optional<TemplateVars> hardware;
@@ -48,10 +48,10 @@ Prompt render_prompt(const PromptTemplates& t, const PromptInputs& in);
 struct PromptRequest {
   std::string backend;  // empty: the templates' default
   int world = 4;
-  std::string size;     // empty: the spec's default
+  std::string size;  // empty: the spec's default
   std::string dtype = "bf16";
   std::optional<HardwareFacts> hardware;  // nullopt: the prompt says the machine was not measured
-  std::filesystem::path home;             // where example files are found (pkb's home)
+  std::filesystem::path home;  // where example files are found (pkb's home)
 };
 
 /// Reads the problem's baseline and README, the ABI header and the backend's examples, resolves the

@@ -45,7 +45,10 @@ TEST(Template, MissingPlaceholderIsAClearError) {
 
 TEST(Template, StrayAndUnclosedBracesAreErrors) {
   EXPECT_NE(error_of([] { render_template("a } b", {}, "t"); }).find("stray '}'"), std::string::npos);
-  EXPECT_NE(error_of([] { render_template("{problem summary}", {{"problem", "x"}}, "t"); }).find("not closed"), std::string::npos);
+  EXPECT_NE(error_of([] {
+              render_template("{problem summary}", {{"problem", "x"}}, "t");
+            }).find("not closed"),
+            std::string::npos);
   EXPECT_NE(error_of([] { render_template("for (;;) { }", {}, "t"); }).find("must start a placeholder"), std::string::npos);
   EXPECT_NE(error_of([] { render_template("end {", {}, "t"); }).find("line 1"), std::string::npos);
 }

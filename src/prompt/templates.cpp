@@ -1,7 +1,7 @@
 #include "prompt/templates.hpp"
 
-#include <cstdlib>
 #include <toml++/toml.h>
+#include <cstdlib>
 
 #include "core/error.hpp"
 #include "core/files.hpp"

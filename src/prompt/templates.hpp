@@ -13,13 +13,13 @@ namespace pkb {
 /// An in-context example: a problem's baseline plus a solution file that CI compiles.
 struct ExampleRef {
   std::string label;
-  std::string problem;   // problem stem, e.g. "1_allreduce"
+  std::string problem;  // problem stem, e.g. "1_allreduce"
   std::string solution;  // path relative to pkb's home, e.g. "solutions/examples/1_allreduce_oneshot.cu"
 };
 
 /// What varies by target backend.
 struct BackendTemplates {
-  std::string display;   // {backend_display}
+  std::string display;  // {backend_display}
   std::string guidance;  // {backend_guidance}
   std::vector<ExampleRef> examples;
 };
@@ -27,7 +27,7 @@ struct BackendTemplates {
 /// What varies by benchmark dtype.
 struct PrecisionTemplates {
   std::string display;  // {precision_display}
-  std::string notes;    // {precision_notes}
+  std::string notes;  // {precision_notes}
 };
 
 /// The agent's feedback messages, one per outcome of an evaluation.
@@ -40,13 +40,13 @@ inline constexpr FeedbackKind kAllFeedbackKinds[] = {
 struct PromptTemplates {
   std::string where;  // the file, for error messages
   std::string default_backend;
-  std::string system, user;                        // [prompt]
-  std::string task_readme;                         // [task].readme
+  std::string system, user;  // [prompt]
+  std::string task_readme;  // [task].readme
   std::string hardware_measured, hardware_unmeasured;  // [hardware]
   std::string examples_intro_one, examples_intro_many, example_entry;  // [examples]
-  std::map<std::string, BackendTemplates> backends;      // [backends.<name>]
+  std::map<std::string, BackendTemplates> backends;  // [backends.<name>]
   std::map<std::string, PrecisionTemplates> precisions;  // [precision.<dtype name>]
-  std::map<FeedbackKind, std::string> feedback;          // [feedback]
+  std::map<FeedbackKind, std::string> feedback;  // [feedback]
 
   /// The backend named `name` (empty: the default); throws Error(invalid_argument) listing the
   /// backends the file defines.

@@ -152,8 +152,8 @@ std::vector<int> recv_fds(int sock, size_t count) {
   }
   if (r != 1 || byte != 'F' || fds.size() != count || (msg.msg_flags & MSG_CTRUNC)) {
     for (int fd : fds) ::close(fd);
-    fail(Errc::protocol_error, "expected " + std::to_string(count) + " descriptors on the channel, got " +
-                                   std::to_string(fds.size()));
+    fail(Errc::protocol_error,
+         "expected " + std::to_string(count) + " descriptors on the channel, got " + std::to_string(fds.size()));
   }
   return fds;
 }

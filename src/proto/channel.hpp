@@ -15,18 +15,18 @@
 namespace pkb {
 
 enum class MsgKind : uint32_t {
-  plan = 1,   // driver -> worker: everything the job needs
-  hello,      // worker -> driver: device and library facts
-  phase,      // worker -> driver: entering a phase (for deadlines and progress)
-  trial,      // worker -> driver: one correctness trial's outputs and checks (blob: output bytes)
-  timing,     // worker -> driver: timed iterations (blob: sampled output values)
-  error,      // worker -> driver: a failure with status and message; the worker exits after it
-  done,       // worker -> driver: all work finished, teardown follows
-  join,       // worker -> driver, over TCP only: the job's secret and the worker's rank, first
-  call,       // worker -> driver: timed call i ran (its time and output fingerprints, committed); i = -1: ready
-  grant,      // driver -> worker: call i's sample key and full-check flag, call i+1's seed
-  op,         // checker -> runner (the two processes of one rank): what to do next
-  reply,      // runner -> checker: what it did
+  plan = 1,  // driver -> worker: everything the job needs
+  hello,  // worker -> driver: device and library facts
+  phase,  // worker -> driver: entering a phase (for deadlines and progress)
+  trial,  // worker -> driver: one correctness trial's outputs and checks (blob: output bytes)
+  timing,  // worker -> driver: timed iterations (blob: sampled output values)
+  error,  // worker -> driver: a failure with status and message; the worker exits after it
+  done,  // worker -> driver: all work finished, teardown follows
+  join,  // worker -> driver, over TCP only: the job's secret and the worker's rank, first
+  call,  // worker -> driver: timed call i ran (its time and output fingerprints, committed); i = -1: ready
+  grant,  // driver -> worker: call i's sample key and full-check flag, call i+1's seed
+  op,  // checker -> runner (the two processes of one rank): what to do next
+  reply,  // runner -> checker: what it did
 };
 
 std::string_view to_string(MsgKind k);

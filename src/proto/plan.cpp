@@ -11,7 +11,14 @@ namespace pkb {
 using nlohmann::json;
 
 void to_json(json& j, const Dist& d) {
-  j = json{{"kind", static_cast<int>(d.kind)}, {"a", d.a}, {"b", d.b}, {"lo", d.lo}, {"hi", d.hi}, {"shared", d.shared}, {"slot", d.slot}, {"heldout", d.heldout}};
+  j = json{{"kind", static_cast<int>(d.kind)},
+           {"a", d.a},
+           {"b", d.b},
+           {"lo", d.lo},
+           {"hi", d.hi},
+           {"shared", d.shared},
+           {"slot", d.slot},
+           {"heldout", d.heldout}};
   if (d.share_group >= 0) j["share_group"] = d.share_group;
 }
 void from_json(const json& j, Dist& d) {
@@ -41,11 +48,17 @@ void from_json(const json& j, TensorDesc& t) {
 }
 
 void to_json(json& j, const TimingPlan& t) {
-  j = json{{"enabled", t.enabled},     {"graph", t.graph},          {"checks", t.checks},
-           {"warmup", t.warmup},       {"warmup_budget_ms", t.warmup_budget_ms},
-           {"iters", t.iters},         {"groups", t.groups},
-           {"l2_factor", t.l2_factor}, {"samples_per_output", t.samples_per_output},
-           {"predelay_us", t.predelay_us}, {"full_checks", t.full_checks}};
+  j = json{{"enabled", t.enabled},
+           {"graph", t.graph},
+           {"checks", t.checks},
+           {"warmup", t.warmup},
+           {"warmup_budget_ms", t.warmup_budget_ms},
+           {"iters", t.iters},
+           {"groups", t.groups},
+           {"l2_factor", t.l2_factor},
+           {"samples_per_output", t.samples_per_output},
+           {"predelay_us", t.predelay_us},
+           {"full_checks", t.full_checks}};
 }
 void from_json(const json& j, TimingPlan& t) {
   t.enabled = j.at("enabled").get<bool>();
@@ -67,9 +80,9 @@ void to_json(json& j, const StepPlan& s) {
   json fparams = json::array(), tparams = json::array();
   for (auto& [k, v] : s.float_params) fparams.push_back({{"name", k}, {"value", v}});
   for (auto& p : s.trial_params) tparams.push_back({{"name", p.name}, {"low", p.low}, {"high", p.high}});
-  j = json{{"name", s.name}, {"inputs", s.inputs}, {"outputs", s.outputs}, {"params", params},
-           {"float_params", fparams}, {"trial_params", tparams},
-           {"trial_seeds", s.trial_seeds}, {"warmup_seed", s.warmup_seed}, {"trials", s.trials}, {"timing", s.timing}};
+  j = json{{"name", s.name},          {"inputs", s.inputs},      {"outputs", s.outputs},         {"params", params},
+           {"float_params", fparams}, {"trial_params", tparams}, {"trial_seeds", s.trial_seeds}, {"warmup_seed", s.warmup_seed},
+           {"trials", s.trials},      {"timing", s.timing}};
   // s.seed stays with the driver: it is never serialized.
 }
 void from_json(const json& j, StepPlan& s) {
@@ -78,7 +91,8 @@ void from_json(const json& j, StepPlan& s) {
   s.outputs = j.at("outputs").get<std::vector<TensorDesc>>();
   for (auto& kv : j.at("params")) s.params.emplace_back(kv.at("name").get<std::string>(), kv.at("value").get<long long>());
   if (j.contains("float_params"))
-    for (auto& kv : j.at("float_params")) s.float_params.emplace_back(kv.at("name").get<std::string>(), kv.at("value").get<double>());
+    for (auto& kv : j.at("float_params"))
+      s.float_params.emplace_back(kv.at("name").get<std::string>(), kv.at("value").get<double>());
   if (j.contains("trial_params"))
     for (auto& kv : j.at("trial_params"))
       s.trial_params.push_back({kv.at("name").get<std::string>(), kv.at("low").get<long long>(), kv.at("high").get<long long>()});
@@ -90,8 +104,7 @@ void from_json(const json& j, StepPlan& s) {
 
 void to_json(json& j, const WorkerPlan& p) {
   json groups = json::array();
-  for (auto& g : p.groups)
-    groups.push_back({{"name", g.name}, {"color", g.color}, {"key", g.key}, {"members", g.members}});
+  for (auto& g : p.groups) groups.push_back({{"name", g.name}, {"color", g.color}, {"key", g.key}, {"members", g.members}});
   j = json{{"role", p.role},
            {"problem", p.problem},
            {"world", p.world},

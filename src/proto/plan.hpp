@@ -30,28 +30,28 @@ struct TensorDesc {
 
 struct GroupDesc {
   std::string name;
-  int color = 0, key = 0;      // ncclCommSplit arguments (color < 0: not a member)
-  std::vector<int> members;    // world ranks of this rank's group, in group-rank order
+  int color = 0, key = 0;  // ncclCommSplit arguments (color < 0: not a member)
+  std::vector<int> members;  // world ranks of this rank's group, in group-rank order
 };
 
 struct TimingPlan {
   bool enabled = false;
-  bool graph = false;          // also time a CUDA graph of all timed calls (pure device time)
-  bool checks = true;          // poison, fingerprint, sample and regenerate around every call
-  int warmup = 500;            // upper bound; cut short after warmup_budget_ms
+  bool graph = false;  // also time a CUDA graph of all timed calls (pure device time)
+  bool checks = true;  // poison, fingerprint, sample and regenerate around every call
+  int warmup = 500;  // upper bound; cut short after warmup_budget_ms
   double warmup_budget_ms = 2000;
   int iters = 100;
-  int groups = 2;              // input sets that alternate (pointers change from call to call)
-  double l2_factor = 3.0;      // after generating a call's inputs, write l2_factor x L2 of other data
+  int groups = 2;  // input sets that alternate (pointers change from call to call)
+  double l2_factor = 3.0;  // after generating a call's inputs, write l2_factor x L2 of other data
   int samples_per_output = 256;
-  int full_checks = 2;         // timed calls whose every element is compared (chosen in secret, revealed after the call)
-  double predelay_us = 20.0;   // GPU-side delay after the pre-call barrier (hides host launch gaps)
+  int full_checks = 2;  // timed calls whose every element is compared (chosen in secret, revealed after the call)
+  double predelay_us = 20.0;  // GPU-side delay after the pre-call barrier (hides host launch gaps)
 };
 
 /// One configuration of the problem (a size): pkb_init, trials, timing, pkb_finalize. An eval has
 /// one step; a sweep has one per size, all in the same processes.
 struct StepPlan {
-  std::string name;            // e.g. "default" or "64 KiB"
+  std::string name;  // e.g. "default" or "64 KiB"
   std::vector<TensorDesc> inputs, outputs;
   std::vector<std::pair<std::string, long long>> params;
   std::vector<std::pair<std::string, double>> float_params;  // ctx->fparam only
@@ -71,7 +71,7 @@ struct StepPlan {
 };
 
 struct WorkerPlan {
-  std::string role;            // "baseline" or "candidate" (logs only)
+  std::string role;  // "baseline" or "candidate" (logs only)
   std::string problem;
   int world = 0, rank = 0, device = 0;
   /// More ranks than GPUs: the worker takes GPU device % visible and is its own emulated node.
@@ -80,7 +80,7 @@ struct WorkerPlan {
   std::string so_path;
   std::string nccl_id_hex;
   std::vector<GroupDesc> groups;
-  bool send_inputs = false;    // also return each trial's inputs (for --dump and oracles)
+  bool send_inputs = false;  // also return each trial's inputs (for --dump and oracles)
   double link_gbps = 0, hbm_gbps = 0;  // calibration, passed to the solution's topology
   std::vector<StepPlan> steps;
 };

@@ -11,8 +11,7 @@ namespace pkb {
 
 const char* run_color(size_t i) {
   // Okabe-Ito, reordered so neighbouring runs contrast.
-  static const char* const palette[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7",
-                                        "#D55E00", "#56B4E9", "#000000", "#F0E442"};
+  static const char* const palette[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#000000", "#F0E442"};
   return palette[i % 8];
 }
 
@@ -68,8 +67,7 @@ void y_grid(Svg& svg, const Frame& f, const std::vector<std::pair<double, std::s
 /// Problem names under a categorical x axis, rotated so long stems fit.
 template <typename ToX>
 void problem_labels(Svg& svg, const Frame& f, const Leaderboard& b, ToX center_of) {
-  for (size_t i = 0; i < b.problems.size(); ++i)
-    svg.text(center_of(i) + 4, f.bottom() + 12, b.problems[i].stem, 11, "end", -40);
+  for (size_t i = 0; i < b.problems.size(); ++i) svg.text(center_of(i) + 4, f.bottom() + 12, b.problems[i].stem, 11, "end", -40);
 }
 
 /// The step function p -> fast_p(p) of one run on [0, pmax]: constant between the run's best
@@ -94,7 +92,8 @@ std::vector<std::pair<double, double>> fast_p_steps(const RunSummary& run, doubl
 std::string fast_p_chart(const Leaderboard& b) {
   const double width = 640, pmax = 3.0;
   Frame f{56, 24, width - 56 - 24, 260};
-  Svg svg(width, f.bottom() + 44 + legend_height(b, width), "fast-p", "fast_p: share of problems correct and more than p times faster");
+  Svg svg(width, f.bottom() + 44 + legend_height(b, width), "fast-p",
+          "fast_p: share of problems correct and more than p times faster");
   auto to_x = [&](double p) { return f.left + f.width * p / pmax; };
   auto to_y = [&](double v) { return f.bottom() - f.height * v; };
   y_grid(svg, f, {{0, "0"}, {0.25, "0.25"}, {0.5, "0.5"}, {0.75, "0.75"}, {1, "1"}}, to_y);
@@ -176,7 +175,8 @@ std::string roofline_chart(const Leaderboard& b) {
       double spread = std::min(6.0, 24.0 / static_cast<double>(nr));
       double x = center_of(p) + (static_cast<double>(r) - (static_cast<double>(nr) - 1) / 2) * spread;
       double pct = *it->second.roofline_pct;
-      svg.circle(x, to_y(pct), 4.5, run_color(r), fmt::format("{} / {}: {:.1f}% of roofline", b.runs[r].name, b.problems[p].stem, pct));
+      svg.circle(x, to_y(pct), 4.5, run_color(r),
+                 fmt::format("{} / {}: {:.1f}% of roofline", b.runs[r].name, b.problems[p].stem, pct));
       ++here;
     }
     // A problem without any measurement says so at its foot, rather than looking like 0%.
@@ -184,8 +184,8 @@ std::string roofline_chart(const Leaderboard& b) {
     shown += here;
   }
   if (shown == 0)
-    svg.text(f.left + f.width / 2, f.top + f.height / 2, "roofline not measured (no record carries a roofline yet)", 14,
-             "middle", 0, "#888");
+    svg.text(f.left + f.width / 2, f.top + f.height / 2, "roofline not measured (no record carries a roofline yet)", 14, "middle",
+             0, "#888");
   problem_labels(svg, f, b, center_of);
   draw_legend(svg, b, f.bottom() + 112);
   return svg.str();

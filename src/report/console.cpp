@@ -71,7 +71,8 @@ std::string format_summary(const EvalRecord& r, bool color) {
   o += fmt::format("  {:<10} {}{}{}", "status", c, to_string(r.status), reset);
   if (r.status == Status::ok) {
     o += fmt::format(" — {} checks passed", r.checks_passed);
-    if (r.bitwise_identical) o += *r.bitwise_identical ? ", outputs bitwise identical to the baseline" : ", outputs within tolerance of the baseline";
+    if (r.bitwise_identical)
+      o += *r.bitwise_identical ? ", outputs bitwise identical to the baseline" : ", outputs within tolerance of the baseline";
     o += "\n";
   } else {
     o += fmt::format(" — {}\n", r.message);
@@ -85,7 +86,8 @@ std::string format_summary(const EvalRecord& r, bool color) {
     o += fmt::format("  timing     {:>10} {:>10} {:>10} {:>10}   µs per call, slowest rank; {} calls, {} input groups\n",
                      "median", "mean", "p10", "p90", any.iters, any.groups);
     if (r.baseline_timing.measured) o += timing_row("baseline", r.baseline_timing);
-    if (r.candidate_timing.measured) o += timing_row(r.kind == "run" ? r.candidate.label.c_str() : "candidate", r.candidate_timing);
+    if (r.candidate_timing.measured)
+      o += timing_row(r.kind == "run" ? r.candidate.label.c_str() : "candidate", r.candidate_timing);
   }
   if (r.roofline.is_object() && !r.oversubscribed) {
     const auto& rf = r.roofline;
@@ -96,9 +98,10 @@ std::string format_summary(const EvalRecord& r, bool color) {
     o += "\n";
   }
   if (r.speedup && r.oversubscribed)
-    o += fmt::format("  {:<10} {:.3f}x — not a measurement (ranks share GPUs; left out of pkb report's speedups)\n",
-                     "speedup", *r.speedup);
-  else if (r.speedup) o += fmt::format("  {:<10} {}{:.3f}x{}\n", "speedup", *r.speedup >= 1.0 ? green : yellow, *r.speedup, reset);
+    o += fmt::format("  {:<10} {:.3f}x — not a measurement (ranks share GPUs; left out of pkb report's speedups)\n", "speedup",
+                     *r.speedup);
+  else if (r.speedup)
+    o += fmt::format("  {:<10} {}{:.3f}x{}\n", "speedup", *r.speedup >= 1.0 ? green : yellow, *r.speedup, reset);
   if (r.speedup && r.interleaved.is_object()) {
     const auto& iv = r.interleaved;
     std::string range = iv.value("lo", nlohmann::json()).is_number()
@@ -110,7 +113,8 @@ std::string format_summary(const EvalRecord& r, bool color) {
   for (auto& w : r.warnings) o += fmt::format("  {}warning{}    {}\n", yellow, reset, w);
   std::string jobs;
   if (r.baseline.job_wall_s > 0) jobs += fmt::format("baseline job {:.1f} s", r.baseline.job_wall_s);
-  if (r.candidate.job_wall_s > 0) jobs += fmt::format("{}{} job {:.1f} s", jobs.empty() ? "" : ", ", r.candidate.label, r.candidate.job_wall_s);
+  if (r.candidate.job_wall_s > 0)
+    jobs += fmt::format("{}{} job {:.1f} s", jobs.empty() ? "" : ", ", r.candidate.label, r.candidate.job_wall_s);
   o += fmt::format("  {:<10} {:.1f} s{}\n", "wall", r.wall_s, jobs.empty() ? "" : " (" + jobs + ")");
   return o;
 }

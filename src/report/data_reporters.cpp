@@ -70,9 +70,13 @@ json k_values_json(const std::vector<KValue>& v) {
 json cell_json(const Cell& c) {
   json statuses = json::object();
   for (auto& [s, n] : c.statuses) statuses[std::string(to_string(s))] = n;
-  return {{"samples", c.samples}, {"correct", c.correct}, {"correct_faster", c.correct_faster},
-          {"shown", std::string(to_string(c.shown()))}, {"statuses", statuses},
-          {"best_speedup", opt(c.best_speedup)}, {"roofline_pct", opt(c.roofline_pct)}};
+  return {{"samples", c.samples},
+          {"correct", c.correct},
+          {"correct_faster", c.correct_faster},
+          {"shown", std::string(to_string(c.shown()))},
+          {"statuses", statuses},
+          {"best_speedup", opt(c.best_speedup)},
+          {"roofline_pct", opt(c.roofline_pct)}};
 }
 
 json run_json(const RunSummary& r) {
@@ -80,13 +84,25 @@ json run_json(const RunSummary& r) {
   for (double p : kFastPs) fast[fmt::format("{}", p)] = r.fast_at(p);
   for (auto& [stem, c] : r.cells) cells[stem] = cell_json(c);
   for (auto& [s, n] : r.failures) failures[std::string(to_string(s))] = n;
-  return {{"name", r.name}, {"label", r.key.label}, {"world", r.key.world}, {"dtype", r.key.dtype},
-          {"size", r.key.size}, {"problems_attempted", r.attempted}, {"problems_correct", r.correct},
-          {"min_samples", r.min_samples}, {"max_samples", r.max_samples}, {"pass_at_k", k_values_json(r.pass_at)},
-          {"fast_1_at_k", k_values_json(r.fast1_at)}, {"fast_p", fast}, {"geomean_speedup", opt(r.geomean_speedup)},
-          {"timed_correct_problems", r.timed_correct}, {"median_roofline_pct", opt(r.median_roofline_pct)},
-          {"roofline_measured_problems", r.roofline_measured}, {"oversubscribed_records", r.oversubscribed},
-          {"failures", failures}, {"cells", cells}};
+  return {{"name", r.name},
+          {"label", r.key.label},
+          {"world", r.key.world},
+          {"dtype", r.key.dtype},
+          {"size", r.key.size},
+          {"problems_attempted", r.attempted},
+          {"problems_correct", r.correct},
+          {"min_samples", r.min_samples},
+          {"max_samples", r.max_samples},
+          {"pass_at_k", k_values_json(r.pass_at)},
+          {"fast_1_at_k", k_values_json(r.fast1_at)},
+          {"fast_p", fast},
+          {"geomean_speedup", opt(r.geomean_speedup)},
+          {"timed_correct_problems", r.timed_correct},
+          {"median_roofline_pct", opt(r.median_roofline_pct)},
+          {"roofline_measured_problems", r.roofline_measured},
+          {"oversubscribed_records", r.oversubscribed},
+          {"failures", failures},
+          {"cells", cells}};
 }
 
 /// Streams one JSON object: the context in begin, each record as an array element, the rest in
@@ -95,17 +111,27 @@ class JsonReporter : public Reporter {
  public:
   explicit JsonReporter(std::ostream& out) : out_(out) {}
   void begin(const ReportContext& c) override {
-    out_ << "{\"schema_version\": " << kReportSchemaVersion << ",\n \"kind\": \"report\",\n \"inputs\": "
-         << json(c.inputs).dump() << ",\n \"records_read\": " << c.records_read << ",\n \"not_eval\": " << c.not_eval
-         << ",\n \"replaced\": " << json(c.replaced).dump() << ",\n \"rejected\": " << json(c.rejected).dump() << ",\n \"skipped\": " << json(c.skipped).dump()
-         << ",\n \"records\": [";
+    out_ << "{\"schema_version\": " << kReportSchemaVersion << ",\n \"kind\": \"report\",\n \"inputs\": " << json(c.inputs).dump()
+         << ",\n \"records_read\": " << c.records_read << ",\n \"not_eval\": " << c.not_eval
+         << ",\n \"replaced\": " << json(c.replaced).dump() << ",\n \"rejected\": " << json(c.rejected).dump()
+         << ",\n \"skipped\": " << json(c.skipped).dump() << ",\n \"records\": [";
   }
   void record(const ResultRow& r) override {
-    json j{{"run", r.run}, {"label", r.label}, {"problem", r.problem}, {"problem_id", r.problem_id},
-           {"sample", r.sample}, {"world", r.world}, {"dtype", r.dtype}, {"size", r.size},
-           {"status", std::string(to_string(r.status))}, {"speedup", opt(r.speedup)},
-           {"baseline_us", opt(r.baseline_us)}, {"candidate_us", opt(r.candidate_us)},
-           {"roofline_pct", opt(r.roofline_pct)}, {"candidate", r.candidate_path}, {"source", r.source}};
+    json j{{"run", r.run},
+           {"label", r.label},
+           {"problem", r.problem},
+           {"problem_id", r.problem_id},
+           {"sample", r.sample},
+           {"world", r.world},
+           {"dtype", r.dtype},
+           {"size", r.size},
+           {"status", std::string(to_string(r.status))},
+           {"speedup", opt(r.speedup)},
+           {"baseline_us", opt(r.baseline_us)},
+           {"candidate_us", opt(r.candidate_us)},
+           {"roofline_pct", opt(r.roofline_pct)},
+           {"candidate", r.candidate_path},
+           {"source", r.source}};
     out_ << (first_ ? "\n  " : ",\n  ") << j.dump();
     first_ = false;
   }
@@ -161,7 +187,8 @@ std::string describe_inputs(const ReportContext& c) {
   for (auto& f : c.inputs) files += (files.empty() ? "" : ", ") + f;
   std::string s = fmt::format("{} record{} from {}", c.records_read, c.records_read == 1 ? "" : "s", files);
   if (c.not_eval)
-    s += fmt::format("; {} record{} not from `pkb eval` (run, sweep, full_part) left out", c.not_eval, c.not_eval == 1 ? "" : "s");
+    s +=
+        fmt::format("; {} record{} not from `pkb eval` (run, sweep, full_part) left out", c.not_eval, c.not_eval == 1 ? "" : "s");
   if (!c.replaced.empty())
     s += fmt::format("; {} duplicate{} replaced (same run, problem and sample: the last record wins)", c.replaced.size(),
                      c.replaced.size() == 1 ? "" : "s");

@@ -54,8 +54,8 @@ void table_html(std::ostream& o, const Table& t) {
   for (auto& row : t.rows) {
     o << "<tr>";
     for (auto& c : row)
-      o << "<td" << (c.tone == Tone::plain ? "" : std::string(" class=\"tone-") + tone_name(c.tone) + "\"") << ">"
-        << esc(c.text) << "</td>";
+      o << "<td" << (c.tone == Tone::plain ? "" : std::string(" class=\"tone-") + tone_name(c.tone) + "\"") << ">" << esc(c.text)
+        << "</td>";
     o << "</tr>\n";
   }
   o << "</tbody></table></div>\n";

@@ -34,9 +34,17 @@ struct Browser {
 
   CommandResult run(const std::vector<std::string>& extra) {
     SpawnOptions o;
-    o.argv = {exe.string(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-              "--disable-background-networking", "--disable-component-update", "--disable-sync",
-              "--no-proxy-server", "--host-resolver-rules=MAP * ~NOTFOUND",
+    o.argv = {exe.string(),
+              "--headless",
+              "--no-sandbox",
+              "--disable-gpu",
+              "--disable-quic",
+              "--no-first-run",
+              "--disable-background-networking",
+              "--disable-component-update",
+              "--disable-sync",
+              "--no-proxy-server",
+              "--host-resolver-rules=MAP * ~NOTFOUND",
               "--user-data-dir=" + (dir / ("profile" + std::to_string(++runs))).string()};
     o.argv.insert(o.argv.end(), extra.begin(), extra.end());
     o.capture_output = true;
@@ -94,8 +102,9 @@ TEST_F(HtmlInBrowser, DomHasTheTablesAndThePlots) {
   auto r = browser_.run({"--dump-dom", "file://" + page_.string()});
   ASSERT_FALSE(r.timed_out) << r.err;
   const std::string& dom = r.out;
-  for (const char* want : {"<table id=\"summary\"", "<table id=\"matrix\"", "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"fast-p\"",
-                           "id=\"speedup\"", "id=\"roofline\"", "<polyline", "2/5 ok 1.50x", "model-a / 2_allgather: 3.00x"})
+  for (const char* want :
+       {"<table id=\"summary\"", "<table id=\"matrix\"", "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"fast-p\"",
+        "id=\"speedup\"", "id=\"roofline\"", "<polyline", "2/5 ok 1.50x", "model-a / 2_allgather: 3.00x"})
     EXPECT_NE(dom.find(want), std::string::npos) << want << "\n" << dom.substr(0, 2000) << "\nstderr: " << r.err;
 }
 

@@ -107,8 +107,7 @@ void name_runs(std::vector<RunSummary>& runs) {
   for (auto& r : runs) ++configs[r.key.label];
   for (auto& r : runs) {
     r.name = r.key.label;
-    if (configs[r.key.label] > 1)
-      r.name += " (W=" + std::to_string(r.key.world) + " " + r.key.dtype + " " + r.key.size + ")";
+    if (configs[r.key.label] > 1) r.name += " (W=" + std::to_string(r.key.world) + " " + r.key.dtype + " " + r.key.size + ")";
   }
 }
 

@@ -30,13 +30,13 @@ struct RunKey {
 
 /// One run on one problem: its samples summed up.
 struct Cell {
-  int samples = 0;         // attempts charged to the candidate: every status but harness_error
-  int correct = 0;         // status ok
+  int samples = 0;  // attempts charged to the candidate: every status but harness_error
+  int correct = 0;  // status ok
   int correct_faster = 0;  // ok with speedup > 1 (for fast_1@k)
-  std::map<Status, int> statuses;      // every record, harness errors included
+  std::map<Status, int> statuses;  // every record, harness errors included
   std::optional<double> best_speedup;  // the best correct, timed sample
   std::optional<double> roofline_pct;  // the highest among correct samples
-  int timed_samples = 0;   // attempts whose timings count (not --oversubscribe)
+  int timed_samples = 0;  // attempts whose timings count (not --oversubscribe)
   /// ok when a sample is correct, else the most frequent failure (harness_error only if alone).
   Status shown() const;
 };
@@ -50,14 +50,14 @@ struct RunSummary {
   std::string name;  // label, or "label (W=.. dtype size)" where the label has several configs
   RunKey key;
   std::map<std::string, Cell> cells;  // by problem stem
-  int attempted = 0;                  // problems with at least one charged sample
-  int correct = 0;                    // problems with at least one correct sample
+  int attempted = 0;  // problems with at least one charged sample
+  int correct = 0;  // problems with at least one correct sample
   int min_samples = 0, max_samples = 0;
-  std::vector<KValue> pass_at;        // mean over attempted problems of pass_at_k(n, c, k)
-  std::vector<KValue> fast1_at;       // the same with "correct and speedup > 1"
+  std::vector<KValue> pass_at;  // mean over attempted problems of pass_at_k(n, c, k)
+  std::vector<KValue> fast1_at;  // the same with "correct and speedup > 1"
   std::vector<std::optional<double>> best_speedups;  // one per attempted problem, for fast_p
-  std::optional<double> geomean_speedup;             // over problems' best correct speedups
-  int timed_correct = 0;                             // problems those came from
+  std::optional<double> geomean_speedup;  // over problems' best correct speedups
+  int timed_correct = 0;  // problems those came from
   std::optional<double> median_roofline_pct;
   int roofline_measured = 0;
   std::map<Status, int> failures;  // records per failing status
@@ -74,16 +74,16 @@ struct ProblemRef {
 };
 
 struct Leaderboard {
-  std::vector<RunSummary> runs;     // in order of first appearance
-  std::vector<ProblemRef> problems; // every problem any run has a record for, by id
-  std::vector<int> k_values;        // the union of the runs' pass@k k's
+  std::vector<RunSummary> runs;  // in order of first appearance
+  std::vector<ProblemRef> problems;  // every problem any run has a record for, by id
+  std::vector<int> k_values;  // the union of the runs' pass@k k's
 };
 
 /// What was read and what was set aside, before aggregation.
 struct PreparedRows {
-  std::vector<ResultRow> rows;        // eval records, duplicates removed, in input order
-  size_t read = 0;                    // records read
-  size_t not_eval = 0;                // records of other kinds (run, sweep, full_part) left out
+  std::vector<ResultRow> rows;  // eval records, duplicates removed, in input order
+  size_t read = 0;  // records read
+  size_t not_eval = 0;  // records of other kinds (run, sweep, full_part) left out
   std::vector<std::string> replaced;  // "run / problem / sample k: a.jsonl:3 replaced by b.jsonl:9"
 };
 

@@ -10,8 +10,8 @@ namespace pkb {
 
 double pass_at_k(int n, int c, int k) {
   if (n < 1 || c < 0 || c > n || k < 1 || k > n)
-    fail(Errc::invalid_argument, "pass@k needs 0 <= c <= n and 1 <= k <= n (n=" + std::to_string(n) +
-                                     ", c=" + std::to_string(c) + ", k=" + std::to_string(k) + ")");
+    fail(Errc::invalid_argument, "pass@k needs 0 <= c <= n and 1 <= k <= n (n=" + std::to_string(n) + ", c=" + std::to_string(c) +
+                                     ", k=" + std::to_string(k) + ")");
   // Every draw of k samples contains a correct one when fewer than k are wrong.
   if (n - c < k) return 1.0;
   // C(n-c, k) / C(n, k) = prod_{i=n-c+1}^{n} (1 - k/i): a product of c factors below 1.

@@ -23,10 +23,10 @@ using testing::Rec;
 
 TEST(PassAtK, MatchesTheBinomialFormula) {
   // n=5, c=2: 1 - C(3,k)/C(5,k)
-  EXPECT_DOUBLE_EQ(pass_at_k(5, 2, 1), 1.0 - 3.0 / 5.0);   // 0.4
+  EXPECT_DOUBLE_EQ(pass_at_k(5, 2, 1), 1.0 - 3.0 / 5.0);  // 0.4
   EXPECT_DOUBLE_EQ(pass_at_k(5, 2, 2), 1.0 - 3.0 / 10.0);  // 0.7
   EXPECT_DOUBLE_EQ(pass_at_k(5, 2, 3), 1.0 - 1.0 / 10.0);  // 0.9
-  EXPECT_DOUBLE_EQ(pass_at_k(5, 2, 4), 1.0);               // only 3 wrong: any 4 hold a correct one
+  EXPECT_DOUBLE_EQ(pass_at_k(5, 2, 4), 1.0);  // only 3 wrong: any 4 hold a correct one
   EXPECT_NEAR(pass_at_k(10, 3, 5), 1.0 - 21.0 / 252.0, 1e-12);
   EXPECT_DOUBLE_EQ(pass_at_k(5, 0, 3), 0.0);
   EXPECT_DOUBLE_EQ(pass_at_k(5, 5, 1), 1.0);
@@ -99,7 +99,8 @@ TEST(Results, BadLinesAreSkippedAndNamedUnlessStrict) {
   nlohmann::json no_status = testing::record_json(Rec{});
   no_status.erase("status");
   std::ofstream(dir / "cut.jsonl") << testing::record_json(Rec{}).dump() << "\n{\"problem\": {\"id\": 1, \"st\n"
-                                   << no_status.dump() << "\n" << testing::record_json(Rec{}).dump() << "\n";
+                                   << no_status.dump() << "\n"
+                                   << testing::record_json(Rec{}).dump() << "\n";
   EXPECT_THROW(read_results(dir / "cut.jsonl"), Error);
   std::vector<std::string> skipped;
   auto rows = read_results(dir / "cut.jsonl", nullptr, &skipped);
@@ -138,8 +139,8 @@ TEST(Leaderboard, DuplicatesLastWinsAndRunRecordsAreLeftOut) {
   EXPECT_EQ(rep.context.records_read, 15u);
   EXPECT_EQ(rep.context.not_eval, 1u);
   ASSERT_EQ(rep.context.replaced.size(), 1u);
-  EXPECT_NE(rep.context.replaced[0].find("model-a / 1_allreduce / sample 0: a.jsonl:1 replaced by a.jsonl:2"),
-            std::string::npos) << rep.context.replaced[0];
+  EXPECT_NE(rep.context.replaced[0].find("model-a / 1_allreduce / sample 0: a.jsonl:1 replaced by a.jsonl:2"), std::string::npos)
+      << rep.context.replaced[0];
   EXPECT_EQ(rep.rows.size(), 13u);
 }
 
@@ -160,7 +161,7 @@ TEST(Leaderboard, MetricsOfTheHandWorkedExample) {
   EXPECT_NEAR(a.pass_at[3].value, 1.0, 1e-12);
   EXPECT_NEAR(a.fast1_at[0].value, (0.2 + 0.2) / 2, 1e-12);
   EXPECT_DOUBLE_EQ(a.fast_at(0), 1.0);
-  EXPECT_DOUBLE_EQ(a.fast_at(1), 1.0);    // best samples 1.5 and 3.0
+  EXPECT_DOUBLE_EQ(a.fast_at(1), 1.0);  // best samples 1.5 and 3.0
   EXPECT_DOUBLE_EQ(a.fast_at(1.5), 0.5);  // 1.5 is not > 1.5
   EXPECT_DOUBLE_EQ(a.fast_at(2), 0.5);
   EXPECT_NEAR(*a.geomean_speedup, std::sqrt(1.5 * 3.0), 1e-12);
@@ -210,9 +211,9 @@ TEST(Leaderboard, OversubscribedRecordsCountForPassAtKButNotForSpeedups) {
     r.roofline = s ? nlohmann::json{{"pct", 40.0}} : nlohmann::json(nullptr);
     return row(r);
   };
-  std::vector<ResultRow> rows{rec("1_allreduce", 1, 0, "ok", 2.0, false),     // a real measurement
-                              rec("1_allreduce", 1, 1, "ok", 9.0, true),      // shared GPU: not a speedup
-                              rec("2_allgather", 2, 0, "ok", 5.0, true),      // only shared: no fast_p entry
+  std::vector<ResultRow> rows{rec("1_allreduce", 1, 0, "ok", 2.0, false),  // a real measurement
+                              rec("1_allreduce", 1, 1, "ok", 9.0, true),  // shared GPU: not a speedup
+                              rec("2_allgather", 2, 0, "ok", 5.0, true),  // only shared: no fast_p entry
                               rec("3_broadcast", 3, 0, "mismatch", std::nullopt, true),
                               rec("4_reduce", 4, 0, "unsupported", std::nullopt, true)};
   EXPECT_TRUE(rows[1].oversubscribed);
@@ -271,9 +272,9 @@ TEST(RecordTrust, ForgedAndAlteredLinesAreRejectedWithTheirLine) {
   forged.stem = "3_broadcast";
   forged.id = 3;
   forged.speedup = 50.0;
-  append_line(file, testing::record_json(forged).dump());                 // line 3: no MAC
+  append_line(file, testing::record_json(forged).dump());  // line 3: no MAC
   auto altered = signed_record(testing::record_json(b));
-  altered["speedup"] = 40.0;                                              // line 4: MAC of other content
+  altered["speedup"] = 40.0;  // line 4: MAC of other content
   append_line(file, altered.dump());
   ASSERT_TRUE(record_key(false).has_value());
   EXPECT_EQ(fs::status(dir / "record.key").permissions() & fs::perms::others_read, fs::perms::none);
@@ -284,7 +285,7 @@ TEST(RecordTrust, ForgedAndAlteredLinesAreRejectedWithTheirLine) {
       << r.context.rejected[0];
   EXPECT_NE(r.context.rejected[1].find("r.jsonl:4: its MAC does not verify"), std::string::npos) << r.context.rejected[1];
   ASSERT_EQ(r.board.runs.size(), 1u);
-  EXPECT_EQ(r.board.runs[0].attempted, 2);               // 1_allreduce and 2_allgather, not the forgery
+  EXPECT_EQ(r.board.runs[0].attempted, 2);  // 1_allreduce and 2_allgather, not the forgery
   EXPECT_DOUBLE_EQ(*r.board.runs[0].geomean_speedup, 1.2);
   // --no-verify keeps everything (records from another machine's pkb).
   EXPECT_EQ(load_report({file}, false).board.runs[0].attempted, 3);

@@ -10,16 +10,26 @@ namespace {
 
 json timing_json(const SideTiming& t) {
   if (!t.measured) return nullptr;
-  return json{{"median_us", t.us.median}, {"mean_us", t.us.mean}, {"p10_us", t.us.p10}, {"p90_us", t.us.p90},
-              {"min_us", t.us.min}, {"max_us", t.us.max}, {"stddev_us", t.us.stddev}, {"iters", t.iters},
-              {"warmup", t.warmup}, {"input_groups", t.groups}, {"span_ms", t.span_ms}, {"host_ms", t.host_ms},
-              {"driver_overhead_us", t.driver_overhead_us}, {"per_iter_us", t.per_iter_us}};
+  return json{{"median_us", t.us.median},
+              {"mean_us", t.us.mean},
+              {"p10_us", t.us.p10},
+              {"p90_us", t.us.p90},
+              {"min_us", t.us.min},
+              {"max_us", t.us.max},
+              {"stddev_us", t.us.stddev},
+              {"iters", t.iters},
+              {"warmup", t.warmup},
+              {"input_groups", t.groups},
+              {"span_ms", t.span_ms},
+              {"host_ms", t.host_ms},
+              {"driver_overhead_us", t.driver_overhead_us},
+              {"per_iter_us", t.per_iter_us}};
 }
 
 json side_json(const SideInfo& s) {
   if (s.path.empty()) return nullptr;
-  return json{{"path", s.path}, {"sha256", s.sha256}, {"compile_cached", s.compile_cached}, {"compile_s", s.compile_s},
-              {"job_wall_s", s.job_wall_s}, {"teardown_clean", s.teardown_clean}};
+  return json{{"path", s.path},           {"sha256", s.sha256},         {"compile_cached", s.compile_cached},
+              {"compile_s", s.compile_s}, {"job_wall_s", s.job_wall_s}, {"teardown_clean", s.teardown_clean}};
 }
 
 }  // namespace
@@ -27,7 +37,8 @@ json side_json(const SideInfo& s) {
 json to_json(const EvalRecord& r) {
   json checks = json::array();
   for (auto& c : r.checks)
-    checks.push_back({{"what", c.what}, {"status", std::string(to_string(c.status))}, {"message", c.message}, {"detail", c.detail}});
+    checks.push_back(
+        {{"what", c.what}, {"status", std::string(to_string(c.status))}, {"message", c.message}, {"detail", c.detail}});
   json j{
       {"schema_version", kSchemaVersion},
       {"harness_version", kHarnessVersion},
@@ -40,9 +51,17 @@ json to_json(const EvalRecord& r) {
       {"label", r.label},
       {"sample", r.sample},
       {"config",
-       {{"world", r.world}, {"dtype", r.dtype}, {"size", r.size_name}, {"params", r.params}, {"trials", r.trials},
-        {"atol", r.atol}, {"rtol", r.rtol}, {"seed", r.seed}, {"oversubscribed", r.oversubscribed},
-        {"ranks_per_gpu", r.ranks_per_gpu}, {"gpus", r.gpus_used}}},
+       {{"world", r.world},
+        {"dtype", r.dtype},
+        {"size", r.size_name},
+        {"params", r.params},
+        {"trials", r.trials},
+        {"atol", r.atol},
+        {"rtol", r.rtol},
+        {"seed", r.seed},
+        {"oversubscribed", r.oversubscribed},
+        {"ranks_per_gpu", r.ranks_per_gpu},
+        {"gpus", r.gpus_used}}},
       {"system", r.system},
       {"containment", r.containment},
       {"sandbox", r.sandbox},

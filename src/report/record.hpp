@@ -17,7 +17,7 @@ inline constexpr const char* kHarnessVersion = "0.1.0";
 
 struct SideTiming {
   bool measured = false;
-  Summary us;                   // per-iteration time, slowest rank, microseconds
+  Summary us;  // per-iteration time, slowest rank, microseconds
   std::vector<double> per_iter_us;
   int warmup = 0, iters = 0, groups = 0;
   double span_ms = 0, host_ms = 0;  // GPU span of the timed calls (rank max) and host wall clock
@@ -27,7 +27,7 @@ struct SideTiming {
 };
 
 struct Check {
-  std::string what;     // "trial 2 rank 1 output 'out'" or "timed calls rank 0 output 'out'"
+  std::string what;  // "trial 2 rank 1 output 'out'" or "timed calls rank 0 output 'out'"
   bool ok = true;
   Status status = Status::mismatch;  // what a failure of this check means (mismatch or flagged)
   std::string message;  // on failure: what is wrong
@@ -35,8 +35,8 @@ struct Check {
 };
 
 struct SideInfo {
-  std::string label;     // "baseline", "candidate"
-  std::string path;      // source file
+  std::string label;  // "baseline", "candidate"
+  std::string path;  // source file
   std::string sha256;
   bool compile_cached = false;
   double compile_s = 0;
@@ -47,7 +47,7 @@ struct SideInfo {
 /// One cell of `pkb eval --full` (eval/full.hpp) as its summary record lists it in `full`.
 struct FullCell {
   enum class State {
-    ran,      // evaluated: `status` is its verdict
+    ran,  // evaluated: `status` is its verdict
     refused,  // not run: the spec's world range or a constraint, or the machine, does not allow it
     skipped,  // not run: the solution failed to build at another cell, and would fail the same way here
   };
@@ -55,7 +55,7 @@ struct FullCell {
   std::string dtype, size;
   State state = State::ran;
   Status status = Status::ok;  // when ran
-  std::string message;         // the cell's record message; when not run, why
+  std::string message;  // the cell's record message; when not run, why
   /// "W=4 fp16 small": how progress lines and summary messages name a cell.
   std::string name() const;
   /// The status as records write it: the verdict's name when it ran, else "refused" or "skipped".
@@ -70,7 +70,7 @@ struct EvalRecord {
   /// "eval", "run", "sweep" (one size of a sweep) or "full_part" (one cell of `pkb eval --full`;
   /// its summary is an "eval" record with `full` set)
   std::string kind = "eval";
-  std::string timestamp;      // ISO 8601, UTC
+  std::string timestamp;  // ISO 8601, UTC
   std::vector<std::string> argv;
 
   int problem_id = 0;
@@ -78,7 +78,7 @@ struct EvalRecord {
 
   SideInfo baseline, candidate;
   std::string label;  // the solution set this candidate belongs to (e.g. a model's run name)
-  int sample = 0;     // sample index within the set, for pass@k
+  int sample = 0;  // sample index within the set, for pass@k
 
   int world = 0;
   std::string dtype, size_name;
@@ -91,14 +91,14 @@ struct EvalRecord {
 
   nlohmann::json system = nlohmann::json::object();
   std::string containment;  // how the candidate's job was contained: cgroup2, cgroup1, process-group
-  std::string sandbox;      // whom the candidate's workers ran as (launcher.hpp Job::sandbox)
+  std::string sandbox;  // whom the candidate's workers ran as (launcher.hpp Job::sandbox)
 
   Status status = Status::ok;
   std::string message;
   int failed_rank = -1;
   std::string failed_phase;
   std::string compile_log;  // on compile_error
-  std::string log_tail;     // the failing rank's output
+  std::string log_tail;  // the failing rank's output
 
   std::vector<Check> checks;  // every failed check (passed ones are only counted)
   size_t checks_passed = 0;

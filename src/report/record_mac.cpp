@@ -55,8 +55,8 @@ std::string record_mac(const nlohmann::json& record, const std::string& key) {
   std::string text = body.dump();
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(text.data()),
-       text.size(), out, &len);
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(text.data()), text.size(),
+       out, &len);
   return hex(out, len);
 }
 
@@ -77,8 +77,9 @@ std::vector<bool> RecordTrust::decide(const std::vector<std::string>& sources, c
     if (valid[i]) continue;
     if (!macs[i].empty()) {
       keep[i] = false;
-      rejected.push_back(sources[i] + ": its MAC does not verify (the record was altered, or written by another "
-                                      "machine's pkb; --no-verify keeps it)");
+      rejected.push_back(sources[i] +
+                         ": its MAC does not verify (the record was altered, or written by another "
+                         "machine's pkb; --no-verify keeps it)");
     } else if (signed_file) {
       keep[i] = false;
       rejected.push_back(sources[i] + ": no MAC in a file of signed records (a line pkb's driver did not write)");

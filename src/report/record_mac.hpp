@@ -23,9 +23,9 @@ nlohmann::json signed_record(nlohmann::json record);
 
 /// What a verifying reader decided about lines it set aside, for the report to say.
 struct RecordTrust {
-  std::optional<std::string> key;       // this machine's key; without one nothing can be verified
-  std::vector<std::string> rejected;    // "file:line: why"
-  size_t unsigned_kept = 0;             // records without a MAC in files that have none (older pkb)
+  std::optional<std::string> key;  // this machine's key; without one nothing can be verified
+  std::vector<std::string> rejected;  // "file:line: why"
+  size_t unsigned_kept = 0;  // records without a MAC in files that have none (older pkb)
   /// Decides each line of one file: `macs[i]` is line i's "mac" (empty: none), `valid[i]` whether
   /// it verified. Returns which lines to keep; records the others in `rejected`.
   std::vector<bool> decide(const std::vector<std::string>& sources, const std::vector<std::string>& macs,

@@ -34,12 +34,16 @@ inline nlohmann::json record_json(const Rec& r) {
     timing["baseline"] = {{"median_us", 30.0}};
     timing["candidate"] = {{"median_us", 30.0 / *r.speedup}};
   }
-  json j{{"schema_version", 1}, {"kind", r.kind}, {"timestamp", "2026-12-01T00:00:00Z"},
+  json j{{"schema_version", 1},
+         {"kind", r.kind},
+         {"timestamp", "2026-12-01T00:00:00Z"},
          {"problem", {{"id", r.id}, {"stem", r.stem}, {"name", r.stem.substr(r.stem.find('_') + 1)}}},
          {"candidate", {{"path", r.candidate}, {"sha256", r.sha}}},
          {"config", {{"world", r.world}, {"dtype", "bf16"}, {"size", r.size}, {"oversubscribed", r.oversubscribed}}},
-         {"status", r.status}, {"message", r.status == "ok" ? "" : "it went wrong"},
-         {"timing", timing}, {"speedup", r.speedup ? json(*r.speedup) : json(nullptr)}};
+         {"status", r.status},
+         {"message", r.status == "ok" ? "" : "it went wrong"},
+         {"timing", timing},
+         {"speedup", r.speedup ? json(*r.speedup) : json(nullptr)}};
   if (!r.label.empty()) {
     j["label"] = r.label;
     j["sample"] = r.sample;

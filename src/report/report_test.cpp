@@ -40,9 +40,9 @@ EvalRecord sample_record() {
 
 TEST(Record, JsonSchemaHasEveryField) {
   auto j = to_json(sample_record());
-  for (const char* k : {"schema_version", "harness_version", "kind", "timestamp", "argv", "problem", "baseline", "candidate",
-                        "config", "system", "status", "message", "failed_checks", "timing", "speedup", "bitwise_identical",
-                        "warnings", "wall_s"})
+  for (const char* k :
+       {"schema_version", "harness_version", "kind", "timestamp", "argv", "problem", "baseline", "candidate", "config", "system",
+        "status", "message", "failed_checks", "timing", "speedup", "bitwise_identical", "warnings", "wall_s"})
     EXPECT_TRUE(j.contains(k)) << k;
   EXPECT_EQ(j["schema_version"], kSchemaVersion);
   EXPECT_EQ(j["status"], "ok");

@@ -25,13 +25,13 @@ inline constexpr int kReportSchemaVersion = 1;
 
 /// What was read, for the header of every format.
 struct ReportContext {
-  std::vector<std::string> inputs;    // the results files, as given
+  std::vector<std::string> inputs;  // the results files, as given
   size_t records_read = 0;
-  size_t not_eval = 0;                // records of other kinds (run, sweep, full_part) left out
+  size_t not_eval = 0;  // records of other kinds (run, sweep, full_part) left out
   std::vector<std::string> replaced;  // duplicates: which record replaced which (last wins)
   std::vector<std::string> rejected;  // "file:line: why": lines pkb's driver did not write (record_mac.hpp)
-  std::vector<std::string> skipped;   // "file:line: why": lines that are not records (left out unless --strict)
-  size_t unsigned_kept = 0;           // records without a MAC, kept (files written before records were signed)
+  std::vector<std::string> skipped;  // "file:line: why": lines that are not records (left out unless --strict)
+  size_t unsigned_kept = 0;  // records without a MAC, kept (files written before records were signed)
 };
 
 class Reporter {

@@ -50,23 +50,25 @@ size_t count(const std::string& s, const std::string& what) {
 
 TEST(TerminalReporter, TablesWithTheHandWorkedNumbers) {
   std::string out = render(ReportFormat::terminal);
-  expect_lines_in_order(out, {
-      R"(pkb report: 15 records from a\.jsonl; 1 record not from `pkb eval` \(run, sweep, full_part\) left out; 1 duplicate replaced .*last record wins.*)",
-      R"(  replaced: model-a / 1_allreduce / sample 0: a\.jsonl:1 replaced by a\.jsonl:2)",
-      R"(Leaderboard)",
-      R"(run\s+problems\s+correct\s+samples\s+pass@1\s+pass@2\s+pass@3\s+pass@5\s+fast_1@1\s+fast_1@2\s+fast_1@3\s+fast_1@5\s+fast_0\s+fast_1\s+fast_1\.5\s+fast_2\s+geomean speedup\s+median roofline %)",
-      R"(model-a\s+2\s+2\s+5\s+0\.300\s+0\.550\s+0\.750\s+1\.000\s+0\.200\s+\S+\s+\S+\s+\S+\s+1\.000\s+1\.000\s+0\.500\s+0\.500\s+2\.12x\s+35\.0)",
-      R"(reference\s+2\s+2\s+1\s+1\.000\s+-\s+-\s+-\s+0\.000\s+-\s+-\s+-\s+1\.000\s+0\.000\s+0\.000\s+0\.000\s+0\.99x\s+-)",
-      R"(  All runs at W=4 bf16 default\. pass@k: unbiased estimator.*)",
-      R"(Failures \(records per status\))",
-      R"(run\s+compile_error\s+mismatch\s+crash\s+harness_error\s+total)",
-      R"(model-a\s+1\s+2\s+4\s+1\s+8)",
-      R"(  harness_error is pkb's own failure.*)",
-      R"(Problems x runs)",
-      R"(problem\s+model-a\s+reference)",
-      R"(1_allreduce\s+2/5 ok 1\.50x\s+ok 1\.00x)",
-      R"(2_allgather\s+1/5 ok 3\.00x\s+ok 0\.99x)",
-  });
+  expect_lines_in_order(
+      out,
+      {
+          R"(pkb report: 15 records from a\.jsonl; 1 record not from `pkb eval` \(run, sweep, full_part\) left out; 1 duplicate replaced .*last record wins.*)",
+          R"(  replaced: model-a / 1_allreduce / sample 0: a\.jsonl:1 replaced by a\.jsonl:2)",
+          R"(Leaderboard)",
+          R"(run\s+problems\s+correct\s+samples\s+pass@1\s+pass@2\s+pass@3\s+pass@5\s+fast_1@1\s+fast_1@2\s+fast_1@3\s+fast_1@5\s+fast_0\s+fast_1\s+fast_1\.5\s+fast_2\s+geomean speedup\s+median roofline %)",
+          R"(model-a\s+2\s+2\s+5\s+0\.300\s+0\.550\s+0\.750\s+1\.000\s+0\.200\s+\S+\s+\S+\s+\S+\s+1\.000\s+1\.000\s+0\.500\s+0\.500\s+2\.12x\s+35\.0)",
+          R"(reference\s+2\s+2\s+1\s+1\.000\s+-\s+-\s+-\s+0\.000\s+-\s+-\s+-\s+1\.000\s+0\.000\s+0\.000\s+0\.000\s+0\.99x\s+-)",
+          R"(  All runs at W=4 bf16 default\. pass@k: unbiased estimator.*)",
+          R"(Failures \(records per status\))",
+          R"(run\s+compile_error\s+mismatch\s+crash\s+harness_error\s+total)",
+          R"(model-a\s+1\s+2\s+4\s+1\s+8)",
+          R"(  harness_error is pkb's own failure.*)",
+          R"(Problems x runs)",
+          R"(problem\s+model-a\s+reference)",
+          R"(1_allreduce\s+2/5 ok 1\.50x\s+ok 1\.00x)",
+          R"(2_allgather\s+1/5 ok 3\.00x\s+ok 0\.99x)",
+      });
   EXPECT_EQ(out.find("\033["), std::string::npos) << "no colour unless asked";
   std::string colored = render(ReportFormat::terminal, true);
   EXPECT_NE(colored.find("\033[32m2/5 ok 1.50x\033[0m"), std::string::npos) << colored;
@@ -88,22 +90,23 @@ TEST(TerminalReporter, SaysSoWhenThereIsNothingToReport) {
   testing::Rec dry;
   dry.kind = "run";
   std::string out = render(ReportFormat::terminal, false, {testing::row(dry)});
-  expect_lines_in_order(out, {R"(pkb report: 1 record from a\.jsonl; 1 record not from `pkb eval` \(run, sweep, full_part\) left out)",
-                              R"(no `pkb eval` records to report)"});
+  expect_lines_in_order(out,
+                        {R"(pkb report: 1 record from a\.jsonl; 1 record not from `pkb eval` \(run, sweep, full_part\) left out)",
+                         R"(no `pkb eval` records to report)"});
 }
 
 TEST(MarkdownReporter, PipeTables) {
   std::string out = render(ReportFormat::markdown);
   expect_lines_in_order(out, {
-      R"(# pkb report)",
-      R"(- replaced: model-a / 1_allreduce / sample 0: .*)",
-      R"(## Leaderboard)",
-      R"(\| run \| problems \| correct \| samples \| pass@1 \|.*\| median roofline % \|)",
-      R"(\| --- \|( ---: \|)+)",
-      R"(\| model-a \| 2 \| 2 \| 5 \| 0\.300 \| 0\.550 \|.*\| 2\.12x \| 35\.0 \|)",
-      R"(## Problems x runs)",
-      R"(\| 2_allgather \| 1/5 ok 3\.00x \| ok 0\.99x \|)",
-  });
+                                 R"(# pkb report)",
+                                 R"(- replaced: model-a / 1_allreduce / sample 0: .*)",
+                                 R"(## Leaderboard)",
+                                 R"(\| run \| problems \| correct \| samples \| pass@1 \|.*\| median roofline % \|)",
+                                 R"(\| --- \|( ---: \|)+)",
+                                 R"(\| model-a \| 2 \| 2 \| 5 \| 0\.300 \| 0\.550 \|.*\| 2\.12x \| 35\.0 \|)",
+                                 R"(## Problems x runs)",
+                                 R"(\| 2_allgather \| 1/5 ok 3\.00x \| ok 0\.99x \|)",
+                             });
   testing::Rec odd;
   odd.label = "a|b";
   EXPECT_NE(render(ReportFormat::markdown, false, {testing::row(odd)}).find("| a\\|b |"), std::string::npos);
@@ -117,7 +120,10 @@ TEST(CsvReporter, OneRowPerRunAtFullPrecision) {
             "run,config,problems,correct,samples,pass@1,pass@2,pass@3,pass@5,fast_1@1,fast_1@2,fast_1@3,fast_1@5,"
             "fast_0,fast_1,fast_1.5,fast_2,geomean speedup,median roofline %,failed_compile_error,failed_mismatch,"
             "failed_crash,failed_harness_error");
-  EXPECT_TRUE(std::regex_match(lines[1], std::regex(R"(model-a,W=4 bf16 default,2,2,5,0\.(3|29999)\d*,0\.55\d*,0\.75\d*,1,0\.(2|19999)\d*,0\.4\d*,0\.6\d*,1,1,1,0\.5,0\.5,2\.1213\d*,35,1,2,4,1)")))
+  EXPECT_TRUE(std::regex_match(
+      lines[1],
+      std::regex(
+          R"(model-a,W=4 bf16 default,2,2,5,0\.(3|29999)\d*,0\.55\d*,0\.75\d*,1,0\.(2|19999)\d*,0\.4\d*,0\.6\d*,1,1,1,0\.5,0\.5,2\.1213\d*,35,1,2,4,1)")))
       << lines[1];
   EXPECT_TRUE(std::regex_match(lines[2], std::regex(R"(reference,W=4 bf16 default,2,2,1,1,,,,0,,,,1,0,0,0,0\.99\d*,,0,0,0,0)")))
       << lines[2];
@@ -157,8 +163,8 @@ TEST(HtmlReporter, SelfContainedPageWithTablesAndPlots) {
   rows.push_back(testing::row(odd));
   std::string out = render(ReportFormat::html, false, rows);
   EXPECT_EQ(out.rfind("<!DOCTYPE html>", 0), 0u);
-  for (const char* want : {"<table id=\"summary\"", "<table id=\"matrix\"", "id=\"fast-p\"", "id=\"speedup\"",
-                           "id=\"roofline\"", "<details>", "id=\"definitions\"", "&lt;b&gt;&amp;co", "</html>"})
+  for (const char* want : {"<table id=\"summary\"", "<table id=\"matrix\"", "id=\"fast-p\"", "id=\"speedup\"", "id=\"roofline\"",
+                           "<details>", "id=\"definitions\"", "&lt;b&gt;&amp;co", "</html>"})
     EXPECT_NE(out.find(want), std::string::npos) << want;
   EXPECT_EQ(count(out, "<svg"), 3u);
   EXPECT_EQ(count(out, "</svg>"), 3u);
@@ -176,9 +182,9 @@ TEST(Svg, EscapesAndWritesElements) {
   s.line(0, 0, 10, 10, "#000", 1, "4 3").rect(1, 2, 3, 4, "red", "tip <1>").text(5, 5, "x<y", 12, "middle", -40);
   s.polyline({{0, 0}, {1.25, 2}}, "blue");
   std::string out = s.str();
-  for (const char* want : {R"(id="plot")", R"(viewBox="0 0 100 50")", "<title>A &amp; B</title>",
-                           R"(stroke-dasharray="4 3")", "<title>tip &lt;1&gt;</title>", ">x&lt;y</text>",
-                           R"x(transform="rotate(-40 5.0 5.0)")x", R"(points="0.0,0.0 1.2,2.0")"})
+  for (const char* want :
+       {R"(id="plot")", R"(viewBox="0 0 100 50")", "<title>A &amp; B</title>", R"(stroke-dasharray="4 3")",
+        "<title>tip &lt;1&gt;</title>", ">x&lt;y</text>", R"x(transform="rotate(-40 5.0 5.0)")x", R"(points="0.0,0.0 1.2,2.0")"})
     EXPECT_NE(out.find(want), std::string::npos) << want << "\n" << out;
 }
 

@@ -97,8 +97,7 @@ ResultRow row_from_json(const json& j, const std::string& source) {
   return r;
 }
 
-std::vector<ResultRow> read_results(const std::filesystem::path& file, RecordTrust* trust,
-                                    std::vector<std::string>* skipped) {
+std::vector<ResultRow> read_results(const std::filesystem::path& file, RecordTrust* trust, std::vector<std::string>* skipped) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec)) fail(Errc::not_found, "results file " + file.string() + " does not exist");
   std::ifstream in(file);

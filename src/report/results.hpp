@@ -18,9 +18,9 @@ struct RecordTrust;  // report/record_mac.hpp
 
 struct ResultRow {
   std::string source;  // "results.jsonl:12", for messages
-  std::string kind;    // "eval" (baseline vs candidate), "run" (one solution alone), "sweep", "full_part"
-  std::string label;   // as recorded; empty in records older than the field
-  std::string run;     // the run it belongs to: label, else run_label_fallback(candidate path)
+  std::string kind;  // "eval" (baseline vs candidate), "run" (one solution alone), "sweep", "full_part"
+  std::string label;  // as recorded; empty in records older than the field
+  std::string run;  // the run it belongs to: label, else run_label_fallback(candidate path)
   int sample = 0;
   int problem_id = 0;
   std::string problem;  // stem, "1_allreduce"
@@ -29,11 +29,11 @@ struct ResultRow {
   std::string candidate_path, candidate_sha256;
   Status status = Status::harness_error;
   std::string message;
-  std::optional<double> speedup;       // baseline median / candidate median
-  std::optional<double> baseline_us;   // medians, microseconds per call
+  std::optional<double> speedup;  // baseline median / candidate median
+  std::optional<double> baseline_us;  // medians, microseconds per call
   std::optional<double> candidate_us;
   std::optional<double> roofline_pct;  // 100 * floor / candidate median (see roofline_percent)
-  bool oversubscribed = false;         // ranks shared GPUs: a verdict, but its timings are not performance
+  bool oversubscribed = false;  // ranks shared GPUs: a verdict, but its timings are not performance
   std::string timestamp;
   std::vector<FullCell> full;  // a `pkb eval --full` summary's cells; empty for any other record
 };

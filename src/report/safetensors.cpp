@@ -18,7 +18,8 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Name
     for (auto d : t.shape) numel *= static_cast<size_t>(d);
     if (numel * dtype_size(t.dtype) != t.bytes.size())
       fail(Errc::internal, "safetensors: tensor '" + t.name + "' has " + std::to_string(t.bytes.size()) + " bytes for its shape");
-    header[t.name] = {{"dtype", std::string(safetensors_name(t.dtype))}, {"shape", t.shape}, {"data_offsets", {off, off + t.bytes.size()}}};
+    header[t.name] = {
+        {"dtype", std::string(safetensors_name(t.dtype))}, {"shape", t.shape}, {"data_offsets", {off, off + t.bytes.size()}}};
     off += t.bytes.size();
   }
   if (!metadata.empty()) header["__metadata__"] = metadata;

@@ -18,14 +18,13 @@ class Svg {
   Svg(double width, double height, std::string id, std::string title);
 
   /// A line; `dash` like "4 3" for a dashed one.
-  Svg& line(double x1, double y1, double x2, double y2, std::string_view stroke, double width = 1,
-            std::string_view dash = {});
+  Svg& line(double x1, double y1, double x2, double y2, std::string_view stroke, double width = 1, std::string_view dash = {});
   /// A filled rectangle; a non-empty `tooltip` becomes its <title> (hover text).
   Svg& rect(double x, double y, double w, double h, std::string_view fill, std::string_view tooltip = {});
   Svg& circle(double cx, double cy, double r, std::string_view fill, std::string_view tooltip = {});
   /// Text at (x, y); anchor is start, middle or end; `rotate` degrees about (x, y).
-  Svg& text(double x, double y, std::string_view s, double size = 12, std::string_view anchor = "start",
-            double rotate = 0, std::string_view fill = "#333");
+  Svg& text(double x, double y, std::string_view s, double size = 12, std::string_view anchor = "start", double rotate = 0,
+            std::string_view fill = "#333");
   /// An open polyline through the points.
   Svg& polyline(const std::vector<std::pair<double, double>>& points, std::string_view stroke, double width = 2);
 

@@ -99,14 +99,17 @@ Table summary_table(const Leaderboard& board, NumberStyle style) {
     add(percent_text(run.median_roofline_pct, style));
     t.rows.push_back(std::move(row));
   }
-  t.note = "pass@k: unbiased estimator over each problem's samples; fast_p: share of problems whose best correct "
-           "sample is more than p times faster than the baseline; geomean over those best correct speedups.";
+  t.note =
+      "pass@k: unbiased estimator over each problem's samples; fast_p: share of problems whose best correct "
+      "sample is more than p times faster than the baseline; geomean over those best correct speedups.";
   if (!config_column && configs.size() == 1) t.note = "All runs at " + *configs.begin() + ". " + t.note;
   int oversubscribed = 0;
   for (auto& run : board.runs) oversubscribed += run.oversubscribed;
   if (oversubscribed > 0)
-    t.note += fmt::format(" {} record(s) ran with ranks sharing GPUs (--oversubscribe): counted for pass@k, left out "
-                          "of speedup, fast_p and roofline figures.", oversubscribed);
+    t.note += fmt::format(
+        " {} record(s) ran with ranks sharing GPUs (--oversubscribe): counted for pass@k, left out "
+        "of speedup, fast_p and roofline figures.",
+        oversubscribed);
   return t;
 }
 
@@ -162,8 +165,9 @@ Table matrix_table(const Leaderboard& board) {
     }
     t.rows.push_back(std::move(row));
   }
-  t.note = "A cell shows the status (correct/samples where a run has several samples) and the best correct speedup; "
-           "'-' means the run has no record for the problem.";
+  t.note =
+      "A cell shows the status (correct/samples where a run has several samples) and the best correct speedup; "
+      "'-' means the run has no record for the problem.";
   return t;
 }
 

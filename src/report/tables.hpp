@@ -12,14 +12,14 @@ namespace pkb {
 /// What a cell means, for colour (terminal, HTML); reporters without colour ignore it.
 enum class Tone {
   plain,
-  fast,       // correct and faster than the baseline
-  slow,       // correct, not faster (or not timed)
-  build,      // compile_error, load_error
-  runtime,    // runtime_error, crash, timeout
-  wrong,      // mismatch
-  flagged,    // passed but implausible
-  harness,    // pkb's own failure
-  absent,     // no record
+  fast,  // correct and faster than the baseline
+  slow,  // correct, not faster (or not timed)
+  build,  // compile_error, load_error
+  runtime,  // runtime_error, crash, timeout
+  wrong,  // mismatch
+  flagged,  // passed but implausible
+  harness,  // pkb's own failure
+  absent,  // no record
 };
 
 /// The tone of a failing or passing status (ok -> slow; the caller upgrades to fast).
@@ -33,11 +33,11 @@ struct TableCell {
 };
 
 struct Table {
-  std::string id;     // "summary", "failures", "matrix": anchors and CSS hooks
+  std::string id;  // "summary", "failures", "matrix": anchors and CSS hooks
   std::string title;  // "Leaderboard"
   std::vector<std::string> header;
   std::vector<std::vector<TableCell>> rows;
-  std::string note;   // one line under the table; may be empty
+  std::string note;  // one line under the table; may be empty
 };
 
 /// display: rounded for reading (0.417, 1.23x); exact: full precision, no units (CSV).

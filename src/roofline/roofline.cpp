@@ -32,8 +32,8 @@ HardwareFacts datasheet_facts(const std::string& gpu_name, int gpu_count) {
   return h;
 }
 
-Roofline compute_roofline(const Work& w, const HardwareFacts& c, const HardwareFacts& peaks, DType dtype,
-                          double measured_us, const std::string& source) {
+Roofline compute_roofline(const Work& w, const HardwareFacts& c, const HardwareFacts& peaks, DType dtype, double measured_us,
+                          const std::string& source) {
   auto rate_flops = [&](const HardwareFacts& h) {
     return (dtype == DType::fp32 || dtype == DType::fp64) ? h.gemm_fp32_tflops : h.gemm_bf16_tflops;
   };
@@ -41,15 +41,15 @@ Roofline compute_roofline(const Work& w, const HardwareFacts& c, const HardwareF
   Roofline r;
   r.source = source;
   r.link_gbps = c.link_gbps();
-  r.link_us = us(w.link_bytes, c.link_gbps() * 1e3);        // GB/s = 1e3 bytes per us
-  r.flop_us = us(w.flops, rate_flops(c) * 1e6);             // TFLOP/s = 1e6 FLOP per us
+  r.link_us = us(w.link_bytes, c.link_gbps() * 1e3);  // GB/s = 1e3 bytes per us
+  r.flop_us = us(w.flops, rate_flops(c) * 1e6);  // TFLOP/s = 1e6 FLOP per us
   r.hbm_us = us(w.hbm_bytes, c.hbm_gbps * 1e3);
   r.launch_us = c.launch_us;
   double body = std::max({r.link_us, r.flop_us, r.hbm_us});
   r.bound = body == r.link_us ? "link" : (body == r.flop_us ? "compute" : "hbm");
   r.floor_us = body + r.launch_us;
-  r.peak_floor_us = std::max({us(w.link_bytes, peaks.link_gbps() * 1e3), us(w.flops, rate_flops(peaks) * 1e6),
-                              us(w.hbm_bytes, peaks.hbm_gbps * 1e3)});
+  r.peak_floor_us = std::max(
+      {us(w.link_bytes, peaks.link_gbps() * 1e3), us(w.flops, rate_flops(peaks) * 1e6), us(w.hbm_bytes, peaks.hbm_gbps * 1e3)});
   r.measured_us = measured_us;
   if (measured_us > 0) {
     r.pct = 100.0 * r.floor_us / measured_us;
@@ -62,13 +62,25 @@ Roofline compute_roofline(const Work& w, const HardwareFacts& c, const HardwareF
 }
 
 nlohmann::json to_json(const Roofline& r, const Work& w) {
-  return {{"source", r.source},       {"floor_us", r.floor_us},     {"bound", r.bound},
-          {"link_us", r.link_us},     {"flop_us", r.flop_us},       {"hbm_us", r.hbm_us},
-          {"launch_us", r.launch_us}, {"peak_floor_us", r.peak_floor_us}, {"measured_us", r.measured_us},
-          {"pct", r.pct},             {"algbw_gbps", r.algbw_gbps}, {"busbw_gbps", r.busbw_gbps},
-          {"link_pct", r.link_pct},   {"link_gbps", r.link_gbps},   {"impossible", r.impossible},
+  return {{"source", r.source},
+          {"floor_us", r.floor_us},
+          {"bound", r.bound},
+          {"link_us", r.link_us},
+          {"flop_us", r.flop_us},
+          {"hbm_us", r.hbm_us},
+          {"launch_us", r.launch_us},
+          {"peak_floor_us", r.peak_floor_us},
+          {"measured_us", r.measured_us},
+          {"pct", r.pct},
+          {"algbw_gbps", r.algbw_gbps},
+          {"busbw_gbps", r.busbw_gbps},
+          {"link_pct", r.link_pct},
+          {"link_gbps", r.link_gbps},
+          {"impossible", r.impossible},
           {"link_bytes", w.link_bytes},
-          {"flops", w.flops},         {"hbm_bytes", w.hbm_bytes},   {"algbw_bytes", w.algbw_bytes},
+          {"flops", w.flops},
+          {"hbm_bytes", w.hbm_bytes},
+          {"algbw_bytes", w.algbw_bytes},
           {"busbw_factor", w.busbw_factor}};
 }
 

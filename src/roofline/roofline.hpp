@@ -21,7 +21,7 @@ namespace pkb {
 
 /// The work of one instance, per rank (the busiest rank's figures).
 struct Work {
-  double link_bytes = 0;   // one direction, over the busiest rank's links
+  double link_bytes = 0;  // one direction, over the busiest rank's links
   double flops = 0;
   double hbm_bytes = 0;
   double algbw_bytes = 0;  // nccl-tests' S
@@ -36,16 +36,16 @@ std::optional<Work> instance_work(const Instance& inst);
 HardwareFacts datasheet_facts(const std::string& gpu_name, int gpu_count);
 
 struct Roofline {
-  std::string source;        // "calibrated" or "datasheet"
+  std::string source;  // "calibrated" or "datasheet"
   double link_us = 0, flop_us = 0, hbm_us = 0, launch_us = 0;
-  double floor_us = 0;       // max of the three plus one launch
-  std::string bound;         // "link", "compute" or "hbm"
+  double floor_us = 0;  // max of the three plus one launch
+  std::string bound;  // "link", "compute" or "hbm"
   double peak_floor_us = 0;  // from datasheet peaks, without the launch: nothing can beat it
   double measured_us = 0;
-  double pct = 0;            // floor / measured, in percent
-  double link_gbps = 0;      // the link rate the link figures divide by (calibrated or datasheet)
+  double pct = 0;  // floor / measured, in percent
+  double link_gbps = 0;  // the link rate the link figures divide by (calibrated or datasheet)
   double algbw_gbps = 0, busbw_gbps = 0, link_pct = 0;  // link_pct: busbw / link_gbps
-  bool impossible = false;   // measured < peak_floor
+  bool impossible = false;  // measured < peak_floor
 };
 
 Roofline compute_roofline(const Work& w, const HardwareFacts& ceilings, const HardwareFacts& peaks, DType dtype,

@@ -19,8 +19,8 @@ TEST(Roofline, FloorIsTheSlowestResourcePlusALaunch) {
   HardwareFacts peaks = datasheet_facts("NVIDIA H200", 4);
   Work w;
   w.link_bytes = 3.7e6;  // 10 us at 370 GB/s
-  w.hbm_bytes = 4e6;     // 1 us
-  w.flops = 8e8;         // 1 us
+  w.hbm_bytes = 4e6;  // 1 us
+  w.flops = 8e8;  // 1 us
   w.algbw_bytes = 2e6;
   w.busbw_factor = 1.5;
   Roofline r = compute_roofline(w, c, peaks, DType::bf16, 24.0, "calibrated");

@@ -147,12 +147,11 @@ class Parser {
           while (eat(","));
           if (!eat(")")) error("expected ')' after arguments of " + name);
         }
-        static const std::map<std::string, size_t> kArity{{"min", 2}, {"max", 2}, {"ceil", 1}, {"floor", 1},
+        static const std::map<std::string, size_t> kArity{{"min", 2}, {"max", 2},  {"ceil", 1}, {"floor", 1},
                                                           {"abs", 1}, {"log2", 1}, {"cdiv", 2}};
         auto it = kArity.find(name);
         if (it == kArity.end()) error("unknown function '" + name + "'");
-        if (args.size() != it->second)
-          error(name + "() takes " + std::to_string(it->second) + " argument(s)");
+        if (args.size() != it->second) error(name + "() takes " + std::to_string(it->second) + " argument(s)");
         return make(Expr::Node::call, name, std::move(args));
       }
       return make(Expr::Node::var, name, {});
@@ -170,8 +169,7 @@ double eval_node(const Expr::Node& n, const Vars& vars, std::string_view text) {
     case Expr::Node::num: return n.value;
     case Expr::Node::var: {
       auto it = vars.find(n.name);
-      if (it == vars.end())
-        fail(Errc::invalid_argument, "unknown variable '" + n.name + "' in `" + std::string(text) + "`");
+      if (it == vars.end()) fail(Errc::invalid_argument, "unknown variable '" + n.name + "' in `" + std::string(text) + "`");
       return it->second;
     }
     case Expr::Node::unary: return n.name == "-" ? -kid(0) : (kid(0) == 0.0 ? 1.0 : 0.0);

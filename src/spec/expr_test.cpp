@@ -20,7 +20,8 @@ TEST(Expr, PrecedenceAndOperators) {
   EXPECT_DOUBLE_EQ(ev("0 || 0"), 0);
   EXPECT_DOUBLE_EQ(ev("1 ? 10 : 20"), 10);
   EXPECT_DOUBLE_EQ(ev("0 ? 10 : 1 ? 30 : 40"), 30);
-  EXPECT_DOUBLE_EQ(ev("min(3, 4) + max(3, 4) + cdiv(10, 4) + floor(2.5) + ceil(2.1) + abs(-1) + log2(8)"), 3 + 4 + 3 + 2 + 3 + 1 + 3);
+  EXPECT_DOUBLE_EQ(ev("min(3, 4) + max(3, 4) + cdiv(10, 4) + floor(2.5) + ceil(2.1) + abs(-1) + log2(8)"),
+                   3 + 4 + 3 + 2 + 3 + 1 + 3);
   EXPECT_DOUBLE_EQ(ev("1e3 + 2.5"), 1002.5);
 }
 

@@ -27,10 +27,10 @@ struct OracleTensor {
 struct OracleIO {
   int world = 0;
   Vars vars;  // W, sizes, params, float params, this trial's per-call params (rank is not set)
-  std::vector<std::vector<OracleTensor>> inputs;   // [rank][input], filled by the harness
+  std::vector<std::vector<OracleTensor>> inputs;  // [rank][input], filled by the harness
   std::vector<std::vector<OracleTensor>> outputs;  // [rank][output], shaped and zeroed; the oracle fills values
   long long param(const std::string& name) const;  // an integer parameter (or this trial's per-call one)
-  double fparam(const std::string& name) const;    // a real-valued parameter (lr = 1e-3), or any as a double
+  double fparam(const std::string& name) const;  // a real-valued parameter (lr = 1e-3), or any as a double
 };
 
 using OracleFn = void (*)(OracleIO&);

@@ -26,7 +26,8 @@ std::vector<ProblemEntry> discover_problems(const std::filesystem::path& dir) {
     std::string stem = e.path().filename().string();
     size_t us = stem.find('_');
     if (us == std::string::npos || us == 0) continue;
-    if (!std::all_of(stem.begin(), stem.begin() + static_cast<long>(us), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+    if (!std::all_of(stem.begin(), stem.begin() + static_cast<long>(us),
+                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
       continue;
     if (!std::filesystem::exists(e.path() / "spec.toml")) continue;
     out.push_back({std::stoi(stem.substr(0, us)), stem, stem.substr(us + 1), e.path()});
@@ -41,7 +42,8 @@ const ProblemEntry& find_problem(const std::vector<ProblemEntry>& all, const std
   std::filesystem::path p(q);
   if (p.filename() == "spec.toml") p = p.parent_path();
   if (p.has_parent_path()) q = p.filename().string();
-  bool numeric = !q.empty() && std::all_of(q.begin(), q.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  bool numeric =
+      !q.empty() && std::all_of(q.begin(), q.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
   for (auto& e : all) {
     if (numeric && e.id == std::stoi(q)) return e;
     if (e.stem == q || e.name == q) return e;

@@ -225,8 +225,7 @@ DistSpec parse_dist(const Reader& r, const toml::node* n, const std::string& whe
     d.a = Expr::constant(side == "send" ? 0.0 : 1.0);
     d.matrix = r.integer(*t, where, "matrix", false, 0);
     if (d.matrix < 0) r.error(where + ".matrix", "must be >= 0");
-  } else if (kind == "distinct" || kind == "owner_ids" || kind == "composition" || kind == "offsets" ||
-             kind == "permutation") {
+  } else if (kind == "distinct" || kind == "owner_ids" || kind == "composition" || kind == "offsets" || kind == "permutation") {
     parse_structured(r, t, where, kind, d);
   } else {
     r.error(where + ".dist", "unknown distribution '" + kind +
@@ -255,8 +254,9 @@ void parse_tolerance_level(const Reader& r, const toml::table& t, const std::str
     }
     auto d = by_dtype ? parse_dtype(key) : std::nullopt;
     if (!d || !v.is_table())
-      r.error_at(v, w, by_dtype ? "unknown key (atol, rtol, or a per-dtype table such as " + where + ".fp32)"
-                                : "unknown key (atol, rtol)");
+      r.error_at(
+          v, w,
+          by_dtype ? "unknown key (atol, rtol, or a per-dtype table such as " + where + ".fp32)" : "unknown key (atol, rtol)");
     for (auto& [seen, p] : *by_dtype)
       if (seen == *d) r.error_at(v, w, "a second table for dtype " + std::string(to_string(*d)));
     ToleranceSpec::Pair sub;
@@ -269,7 +269,9 @@ void parse_tolerance_level(const Reader& r, const toml::table& t, const std::str
 /// or an output's `tolerance`. Keys left out stay unset (the caller decides the fallback).
 ToleranceSpec parse_tolerance_table(const Reader& r, const toml::node& n, const std::string& where) {
   auto t = n.as_table();
-  if (!t) r.error_at(n, where, "must be a table { atol = ..., rtol = ... }, optionally with per-dtype tables such as " + where + ".fp32");
+  if (!t)
+    r.error_at(n, where,
+               "must be a table { atol = ..., rtol = ... }, optionally with per-dtype tables such as " + where + ".fp32");
   ToleranceSpec ts;
   parse_tolerance_level(r, *t, where, ts.all, &ts.by_dtype);
   return ts;
@@ -337,7 +339,8 @@ TensorSpec parse_tensor(const Reader& r, const toml::table& t, const std::string
     ts.shared = flag("shared");
     ts.mutable_ = flag("mutable");
     if (ts.shared && !ts.init.shared_by.empty())
-      r.error(where + ".init.shared_by", "input '" + ts.name + "' says both `shared = true` (every rank alike) and `shared_by`; keep one");
+      r.error(where + ".init.shared_by",
+              "input '" + ts.name + "' says both `shared = true` (every rank alike) and `shared_by`; keep one");
     if (auto n = t.get("heldout")) {
       auto v = n->value<std::string>();
       if (!v || *v != "keep")
@@ -378,8 +381,9 @@ void check_variables(const Reader& r, const Spec& s) {
     for (auto& v : e.variables()) {
       for (auto& tp : s.trial_params)
         if (tp.name == v)
-          r.error(where, "`" + e.text() + "` reads '" + v + "', a per-call parameter: only the solution (ctx->param) "
-                         "and the oracle (io.param) see its value");
+          r.error(where, "`" + e.text() + "` reads '" + v +
+                             "', a per-call parameter: only the solution (ctx->param) "
+                             "and the oracle (io.param) see its value");
       if (!known.count(v)) r.error(where, "unknown variable '" + v + "' in `" + e.text() + "`");
     }
   };
@@ -461,7 +465,9 @@ void check_views(const Reader& r, const Spec& s) {
     if (&*src == &t) r.error(where, "input '" + t.name + "' cannot view itself");
     if (src->init.kind != DistKind::distinct || !src->init.of.empty())
       r.error(where, "input '" + t.name + "': '" + t.init.of + "' must be drawn with dist = \"distinct\" and n, k (not a view)");
-    if (t.shared) r.error("inputs[" + std::to_string(i) + "].shared", "input '" + t.name + "': a view shares the draw of '" + t.init.of + "'");
+    if (t.shared)
+      r.error("inputs[" + std::to_string(i) + "].shared",
+              "input '" + t.name + "': a view shares the draw of '" + t.init.of + "'");
   }
 }
 
@@ -643,13 +649,14 @@ Spec load_spec(const std::filesystem::path& dir) {
     fail(Errc::parse_error, file.string() + ":" + std::to_string(e.source().begin.line) + ":" +
                                 std::to_string(e.source().begin.column) + ": " + std::string(e.description()));
   }
-  r.only_keys(root, "", {"id", "name", "origin", "parallelism", "pattern", "summary", "tier", "dtypes", "world",
-                         "params", "sizes", "default_size", "constraints", "inputs", "outputs", "groups",
-                         "tolerance", "heldout", "roofline"});
+  r.only_keys(root, "",
+              {"id", "name", "origin", "parallelism", "pattern", "summary", "tier", "dtypes", "world", "params", "sizes",
+               "default_size", "constraints", "inputs", "outputs", "groups", "tolerance", "heldout", "roofline"});
   s.id = static_cast<int>(r.integer(root, "", "id", true));
   s.name = r.str(root, "", "name", true);
   if (s.stem != std::to_string(s.id) + "_" + s.name)
-    r.error("id/name", "the folder must be named <id>_<name> = '" + std::to_string(s.id) + "_" + s.name + "', not '" + s.stem + "'");
+    r.error("id/name",
+            "the folder must be named <id>_<name> = '" + std::to_string(s.id) + "_" + s.name + "', not '" + s.stem + "'");
   s.origin = r.str(root, "", "origin", false);
   s.parallelism = r.str(root, "", "parallelism", false);
   s.pattern = r.str(root, "", "pattern", true);
@@ -812,14 +819,15 @@ Dist resolve_dist(const DistSpec& d, const Vars& v) {
 void check_distinct_shape(const Spec& spec, const std::string& name, TensorPlan& p, long long rows) {
   const long long n = p.dist.lo, k = p.dist.hi;
   auto bad = [&](const std::string& want) {
-    fail(Errc::invalid_argument, spec.stem + ": input '" + name + "' (distinct, n = " + std::to_string(n) + ", k = " +
-                                     std::to_string(k) + ") must have shape " + want);
+    fail(Errc::invalid_argument, spec.stem + ": input '" + name + "' (distinct, n = " + std::to_string(n) +
+                                     ", k = " + std::to_string(k) + ") must have shape " + want);
   };
   const auto& s = p.shape;
   const long long numel = static_cast<long long>(p.numel());
   switch (static_cast<DistinctView>(static_cast<int32_t>(p.dist.b))) {
     case DistinctView::values:
-      if (s.empty() || s.back() != k || (rows > 0 && numel != rows * k)) bad(rows > 0 ? "[" + std::to_string(rows) + ", k]" : "[..., k]");
+      if (s.empty() || s.back() != k || (rows > 0 && numel != rows * k))
+        bad(rows > 0 ? "[" + std::to_string(rows) + ", k]" : "[..., k]");
       if (is_floating(p.dtype)) bad("[M, k] of an integer dtype (view = \"values\")");
       break;
     case DistinctView::onehot:
@@ -864,8 +872,7 @@ void resolve_structured(const Spec& spec, const TensorSpec& t, const Vars& v, Te
       if (p.dist.lo < 0 || p.dist.lo > (1ll << 40) || static_cast<double>(numel) * static_cast<double>(p.dist.lo) > 0x1p62)
         fail_here("mean", "must be in [0, 2^40], with (numel - 1) * mean below 2^62");
     } else if (p.dist.lo < 1 || p.dist.lo > (1ll << 53) || numel > p.dist.lo) {
-      fail_here("n", "must be in [1, 2^53] and at least the element count " + std::to_string(numel) +
-                         " (values are distinct)");
+      fail_here("n", "must be in [1, 2^53] and at least the element count " + std::to_string(numel) + " (values are distinct)");
     }
     return;
   }
@@ -915,8 +922,8 @@ TensorPlan resolve_tensor(const Spec& spec, const TensorSpec& t, const Vars& v, 
     try {
       n = d.eval_int(v);
     } catch (const Error& e) {
-      fail(Errc::invalid_argument, spec.stem + ": the shape of '" + t.name + "' is not whole at " + describe_vars(v) +
-                                       " (" + e.what() + "); choose sizes divisible by W");
+      fail(Errc::invalid_argument, spec.stem + ": the shape of '" + t.name + "' is not whole at " + describe_vars(v) + " (" +
+                                       e.what() + "); choose sizes divisible by W");
     }
     if (n < 0) fail(Errc::invalid_argument, spec.stem + ": the shape of '" + t.name + "' is negative (`" + d.text() + "`)");
     p.shape.push_back(n);
@@ -926,9 +933,8 @@ TensorPlan resolve_tensor(const Spec& spec, const TensorSpec& t, const Vars& v, 
     p.mutable_ = t.mutable_;
     p.dist.shared = t.shared;
     if (!t.init.shared_by.empty())
-      p.dist.share_group = shared_by_value(t, v, [&](const std::string& why) {
-        fail(Errc::invalid_argument, spec.stem + ": inputs.init.shared_by: " + why);
-      });
+      p.dist.share_group = shared_by_value(
+          t, v, [&](const std::string& why) { fail(Errc::invalid_argument, spec.stem + ": inputs.init.shared_by: " + why); });
     p.dist.heldout = !t.heldout_keep && p.dist.kind == DistKind::grid && is_floating(p.dtype);
     if (p.dist.kind == DistKind::split) {
       p.dist.shared = true;  // every rank must see the same matrix
@@ -944,8 +950,7 @@ TensorPlan resolve_tensor(const Spec& spec, const TensorSpec& t, const Vars& v, 
     if (!is_floating(p.dtype) && (p.dist.kind == DistKind::normal || p.dist.kind == DistKind::uniform))
       fail(Errc::invalid_argument, spec.stem + ": input '" + t.name + "' is " + std::string(to_string(p.dtype)) +
                                        " but its distribution is continuous; use randint");
-    if (p.dtype == DType::fp8_e4m3)
-      fail(Errc::invalid_argument, spec.stem + ": fp8 inputs cannot be generated");
+    if (p.dtype == DType::fp8_e4m3) fail(Errc::invalid_argument, spec.stem + ": fp8 inputs cannot be generated");
   }
   return p;
 }
@@ -995,14 +1000,15 @@ Instance resolve(const Spec& spec, int world, const SizeChoice& size, DType dtyp
   for (auto& tp : spec.trial_params) {
     TrialParam p{tp.name, tp.low.eval_int(v), tp.high.eval_int(v)};
     if (p.low > p.high)
-      fail(Errc::invalid_argument, spec.stem + ": per-call parameter '" + p.name + "' has trial_low " +
-                                       std::to_string(p.low) + " > trial_high " + std::to_string(p.high));
+      fail(Errc::invalid_argument, spec.stem + ": per-call parameter '" + p.name + "' has trial_low " + std::to_string(p.low) +
+                                       " > trial_high " + std::to_string(p.high));
     inst.trial_params.push_back(p);
   }
   for (auto& c : spec.constraints)
     if (c.expr.eval(v) == 0.0)
-      fail(Errc::invalid_argument, spec.stem + " at " + describe_vars(v) + ": " +
-                                       (c.message.empty() ? "`" + c.expr.text() + "` does not hold" : c.message + " (`" + c.expr.text() + "`)"));
+      fail(Errc::invalid_argument,
+           spec.stem + " at " + describe_vars(v) + ": " +
+               (c.message.empty() ? "`" + c.expr.text() + "` does not hold" : c.message + " (`" + c.expr.text() + "`)"));
   inst.tolerance = spec.tolerance_for(dtype);
   for (int r = 0; r < world; ++r) {
     RankPlan rp;

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/dist.hpp"
-#include "core/trial_param.hpp"
 #include "core/dtype.hpp"
+#include "core/trial_param.hpp"
 #include "spec/expr.hpp"
 
 namespace pkb {
@@ -18,9 +18,9 @@ struct DistSpec {
   DistKind kind = DistKind::normal;
   Expr a, b, lo, hi;  // meaning per kind, see core/dist.hpp
   long long matrix = 0;  // split, owner_ids: which split matrix (inputs with the same number share one)
-  Expr shared_by;        // empty, or an integer expression of rank: ranks with one value draw alike
+  Expr shared_by;  // empty, or an integer expression of rank: ranks with one value draw alike
   DistinctView view = DistinctView::values;  // distinct: what the tensor holds of its draw
-  std::string of;        // distinct: the input whose draw this one views (its n, k, rows and key)
+  std::string of;  // distinct: the input whose draw this one views (its n, k, rows and key)
 };
 
 struct ShapeCase {
@@ -46,7 +46,7 @@ struct ToleranceSpec {
 /// How an output is compared with its expected value.
 enum class CompareMode {
   tolerance,  // |got - expected| <= atol + rtol * |expected|
-  exact,      // equal values (integers: equal bits); NaN meets NaN, an infinity the same infinity
+  exact,  // equal values (integers: equal bits); NaN meets NaN, an infinity the same infinity
 };
 
 /// An output's comparison, resolved for one benchmark dtype.
@@ -91,12 +91,12 @@ struct TensorSpec {
   std::string dtype = "D";  // "D" (the benchmark dtype) or a fixed dtype name
   std::vector<Expr> shape;
   std::vector<ShapeCase> shape_if;  // first case whose `when` holds wins, else `shape`
-  DistSpec init;                    // inputs only
-  bool shared = false;              // inputs only: the same values on every rank
-  bool mutable_ = false;            // inputs only: the problem modifies it in place (PKB semantics)
-  bool heldout_keep = false;        // inputs only: `heldout = "keep"`, held-out calls draw it as usual
+  DistSpec init;  // inputs only
+  bool shared = false;  // inputs only: the same values on every rank
+  bool mutable_ = false;  // inputs only: the problem modifies it in place (PKB semantics)
+  bool heldout_keep = false;  // inputs only: `heldout = "keep"`, held-out calls draw it as usual
   std::optional<CompareMode> compare;  // outputs only: `compare = "exact" | "tolerance"`, else the default
-  ToleranceSpec tolerance;             // outputs only: the output's own tolerance table
+  ToleranceSpec tolerance;  // outputs only: the output's own tolerance table
   bool nonfinite_as_baseline = false;  // outputs only: `nonfinite = "as_baseline"` (Comparison)
   std::string doc;
 };
@@ -119,10 +119,10 @@ struct Constraint {
 
 /// Expressions for the performance model; each carries its derivation as a comment in spec.toml.
 struct RooflineSpec {
-  Expr link_bytes;    // bytes the busiest rank must move over its interconnect, one direction
-  Expr flops;         // floating-point operations per rank
-  Expr hbm_bytes;     // bytes per rank through HBM at minimum
-  Expr algbw_bytes;   // "S" for algbw = S / time (nccl-tests convention)
+  Expr link_bytes;  // bytes the busiest rank must move over its interconnect, one direction
+  Expr flops;  // floating-point operations per rank
+  Expr hbm_bytes;  // bytes per rank through HBM at minimum
+  Expr algbw_bytes;  // "S" for algbw = S / time (nccl-tests convention)
   Expr busbw_factor;  // busbw = algbw * factor
 };
 
@@ -182,9 +182,9 @@ struct TensorPlan {
   std::string name;
   DType dtype = DType::bf16;
   std::vector<long long> shape;
-  Dist dist;             // inputs only
+  Dist dist;  // inputs only
   bool mutable_ = false;  // inputs only: may be modified by a call (regenerated before every call)
-  Comparison compare;     // outputs only: how it is compared (Spec::comparison_for)
+  Comparison compare;  // outputs only: how it is compared (Spec::comparison_for)
   size_t numel() const;
   size_t bytes() const { return numel() * dtype_size(dtype); }
 };

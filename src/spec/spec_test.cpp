@@ -242,15 +242,20 @@ shape = ["M"]
 [[inputs]]
 name = "send"
 )";
-  EXPECT_NE(error_of(write("27_splits", std::string(base) + "dtype = \"int64\"\nshape = [\"W\"]\ninit = { dist = \"split\", total = \"M\", side = \"up\" }\n"))
+  EXPECT_NE(error_of(write("27_splits",
+                           std::string(base) +
+                               "dtype = \"int64\"\nshape = [\"W\"]\ninit = { dist = \"split\", total = \"M\", side = \"up\" }\n"))
                 .find("side"),
             std::string::npos);
-  EXPECT_NE(error_of(write("27_splits", std::string(base) + "dtype = \"int64\"\nshape = [\"W\"]\ninit = { dist = \"split\", side = \"send\" }\n"))
+  EXPECT_NE(error_of(write("27_splits", std::string(base) +
+                                            "dtype = \"int64\"\nshape = [\"W\"]\ninit = { dist = \"split\", side = \"send\" }\n"))
                 .find("total"),
             std::string::npos);
   EXPECT_NE(error_of(write("27_splits", std::string(base) + "shape = [\"W\"]\nshared = 1\n")).find("true or false"),
             std::string::npos);
-  Spec s = load_spec(write("27_splits", std::string(base) + "dtype = \"int64\"\nshape = [\"M\"]\ninit = { dist = \"split\", total = \"M\", side = \"send\" }\n"));
+  Spec s = load_spec(write(
+      "27_splits",
+      std::string(base) + "dtype = \"int64\"\nshape = [\"M\"]\ninit = { dist = \"split\", total = \"M\", side = \"send\" }\n"));
   try {
     resolve(s, 2, {}, DType::bf16);
     ADD_FAILURE() << "a split input of shape [M] was accepted";
@@ -310,8 +315,8 @@ TEST_F(SpecTest, OutputsCarryTheirComparison) {
   EXPECT_DOUBLE_EQ(o[1].compare.tol.rtol, 0.25);
   EXPECT_DOUBLE_EQ(o[2].compare.tol.atol, 1e-6);  // its own atol, instead of the problem's 0.5
   EXPECT_DOUBLE_EQ(o[2].compare.tol.rtol, 0.25);  // the problem's rtol
-  EXPECT_TRUE(o[3].compare.exact());              // fp32, compare = "exact"
-  EXPECT_FALSE(o[4].compare.exact());             // int32 with its own tolerance
+  EXPECT_TRUE(o[3].compare.exact());  // fp32, compare = "exact"
+  EXPECT_FALSE(o[4].compare.exact());  // int32 with its own tolerance
   EXPECT_DOUBLE_EQ(o[4].compare.tol.atol, 1.0);
   EXPECT_DOUBLE_EQ(o[4].compare.tol.rtol, 0.0);  // an integer output never takes the problem's
   EXPECT_EQ(comparison_text(o[0].compare), "exact");
@@ -379,10 +384,10 @@ dtype = "int64"
   Instance bf = resolve(s, 2, {}, DType::bf16);
   EXPECT_TRUE(bf.heldout);
   const auto& in = bf.ranks[0].inputs;
-  EXPECT_TRUE(in[0].dist.heldout);    // a floating grid
-  EXPECT_FALSE(in[1].dist.heldout);   // kept on its grid
-  EXPECT_FALSE(in[2].dist.heldout);   // integers
-  EXPECT_FALSE(in[3].dist.heldout);   // continuous already
+  EXPECT_TRUE(in[0].dist.heldout);  // a floating grid
+  EXPECT_FALSE(in[1].dist.heldout);  // kept on its grid
+  EXPECT_FALSE(in[2].dist.heldout);  // integers
+  EXPECT_FALSE(in[3].dist.heldout);  // continuous already
   EXPECT_DOUBLE_EQ(bf.ranks[0].outputs[0].compare.heldout_rtol, 0x1p-7);
   EXPECT_DOUBLE_EQ(resolve(s, 2, {}, DType::fp32).ranks[0].outputs[0].compare.heldout_rtol, 0x1p-15);
   EXPECT_TRUE(bf.ranks[0].outputs[1].compare.exact());
@@ -415,13 +420,16 @@ TEST_F(SpecTest, BadComparisonKeysAreNamedWithTheirLine) {
   std::vector<Case> cases{
       {"compare = \"exact\"", "compare = \"fuzzy\"", "spec.toml:29: outputs[3].compare: must be \"exact\""},
       {"compare = \"exact\"", "compare = true", "outputs[3].compare: must be"},
-      {"compare = \"exact\"", "compare = \"exact\"\ntolerance = { atol = 0 }", "outputs[3].tolerance: this output has compare = \"exact\""},
-      {"tolerance = { atol = 1 }", "tolerance = { atol = -1 }", "outputs[4].tolerance.atol: must be a finite number >= 0, not -1"},
+      {"compare = \"exact\"", "compare = \"exact\"\ntolerance = { atol = 0 }",
+       "outputs[3].tolerance: this output has compare = \"exact\""},
+      {"tolerance = { atol = 1 }", "tolerance = { atol = -1 }",
+       "outputs[4].tolerance.atol: must be a finite number >= 0, not -1"},
       {"tolerance = { atol = 1 }", "tolerance = { atol = \"1\" }", "outputs[4].tolerance.atol: must be a number"},
       {"tolerance = { atol = 1 }", "tolerance = { atl = 1 }", "outputs[4].tolerance.atl: unknown key"},
       {"tolerance = { atol = 1 }", "tolerance = 1", "outputs[4].tolerance: must be a table"},
       {"tolerance = { atol = 1 }", "atol = 1", "outputs[4].atol: an output's own tolerance is a table"},
-      {"fp32 = { rtol = 1e-4 }", "fp32 = { rtol = 1e-4, fp16 = { atol = 1 } }", "outputs[2].tolerance.fp32.fp16: unknown key (atol, rtol)"},
+      {"fp32 = { rtol = 1e-4 }", "fp32 = { rtol = 1e-4, fp16 = { atol = 1 } }",
+       "outputs[2].tolerance.fp32.fp16: unknown key (atol, rtol)"},
       {"fp32 = { rtol = 1e-4 }", "fp33 = { rtol = 1e-4 }", "outputs[2].tolerance.fp33: unknown key"},
       {"[tolerance.fp32]\natol = 1e-5", "[tolerance.fp32]\natol = nan", "tolerance.fp32.atol: must be a finite number >= 0"},
       {"rtol = 0.25", "rtol = -0.25", "spec.toml:37: tolerance.rtol: must be a finite number >= 0"},
@@ -510,8 +518,10 @@ TEST_F(SpecTest, SharedByAndParamErrorsNameTheInputAndKey) {
   };
   std::vector<Case> cases{
       {"shared_by = \"rank // 2\"", "shared_by = \"rank / 2\"",
-       "inputs[0].init.shared_by: input 'x': `rank / 2` is 0.5 at rank 1, W = 2; it must be a whole number >= 0 (use // for integer division)"},
-      {"shared_by = \"rank // 2\"", "shared_by = \"rank - 1\"", "inputs[0].init.shared_by: input 'x': `rank - 1` is -1 at rank 0"},
+       "inputs[0].init.shared_by: input 'x': `rank / 2` is 0.5 at rank 1, W = 2; it must be a whole number >= 0 (use // for "
+       "integer division)"},
+      {"shared_by = \"rank // 2\"", "shared_by = \"rank - 1\"",
+       "inputs[0].init.shared_by: input 'x': `rank - 1` is -1 at rank 0"},
       {"shared_by = \"rank // 2\"", "shared_by = \"rank // tp\"", "inputs[0].init.shared_by: unknown variable 'tp'"},
       {"shared_by = \"rank // 2\"", "shared_by = \"rank // step\"", "a per-call parameter"},
       {"shared_by = \"rank // 2\"", "shared_by = 2", "inputs[0].init.shared_by: must be an expression string"},
@@ -577,7 +587,6 @@ TEST(TensorPlanListing, RanksListTogetherOnlyWhenDrawnAlike) {
   y.shape = {32};
   EXPECT_FALSE(same_listing(x, y));
 }
-
 
 const char* kStructured = R"(
 id = 29
@@ -689,11 +698,15 @@ TEST_F(SpecTest, StructuredDrawErrorsNameTheInputAndKey) {
   std::vector<Case> cases{
       {"n = \"E\", k = 2 }", "k = 2 }", "inputs[0].init.n: missing"},
       {"view = \"mask\"", "view = \"rows\"", "inputs[1].init.view: must be"},
-      {"of = \"selected\", view = \"mask\"", "of = \"nope\", view = \"mask\"", "inputs[1].init.of: input 'routing_map': no input named 'nope'"},
-      {"of = \"selected\", view = \"mask\"", "of = \"ids\", view = \"mask\"", "inputs[1].init.of: input 'routing_map': 'ids' must be drawn"},
+      {"of = \"selected\", view = \"mask\"", "of = \"nope\", view = \"mask\"",
+       "inputs[1].init.of: input 'routing_map': no input named 'nope'"},
+      {"of = \"selected\", view = \"mask\"", "of = \"ids\", view = \"mask\"",
+       "inputs[1].init.of: input 'routing_map': 'ids' must be drawn"},
       {"of = \"selected\", view = \"mask\"", "of = \"order\", view = \"mask\"", "'order' must be drawn"},
-      {"of = \"selected\", view = \"mask\"", "of = \"selected\", n = 4, view = \"mask\"", "inputs[1].init.of: a view takes n and k"},
-      {"of = \"selected\", view = \"mask\"", "of = \"selected\", view = \"mask\", shared_by = \"rank\"", "inputs[1].init.shared_by"},
+      {"of = \"selected\", view = \"mask\"", "of = \"selected\", n = 4, view = \"mask\"",
+       "inputs[1].init.of: a view takes n and k"},
+      {"of = \"selected\", view = \"mask\"", "of = \"selected\", view = \"mask\", shared_by = \"rank\"",
+       "inputs[1].init.shared_by"},
       {"high = 1000, matrix = 1", "matrix = 1", "inputs[4].init.high: missing"},
       {"high = 1000, matrix = 1", "high = 1000, total = 4", "inputs[4].init.total: unknown key (allowed: dist, high, matrix)"},
       {"mean = 12 }", "mean = 12, shared_by = \"rank\" }", "inputs[5].init.shared_by: composition draws span every rank"},
@@ -715,14 +728,17 @@ TEST_F(SpecTest, StructuredDrawErrorsNameTheInputAndKey) {
       {"shape = [\"E\", \"M\"]", "shape = [\"M\", \"E\"]", "input 'routing_map' (distinct, n = 8, k = 2) must have shape [n, M]"},
       {"shape = [\"2 * M\"]", "shape = [\"2 * M + 2\"]", "input 'order' (distinct, n = 8, k = 2) must have shape [k * M]"},
       {"shape = [\"M\", 2]", "shape = [\"M\", 3]", "input 'selected' (distinct, n = 8, k = 2) must have shape [..., k]"},
-      {"shape = [\"E\", 2, \"M\"]", "shape = [\"E\", \"M\", 2]", "input 'expert_mask' (distinct, n = 8, k = 2) must have shape [n, k, M]"},
+      {"shape = [\"E\", 2, \"M\"]", "shape = [\"E\", \"M\", 2]",
+       "input 'expert_mask' (distinct, n = 8, k = 2) must have shape [n, k, M]"},
       {"n = \"E\", k = 2 }", "n = 1, k = 2 }", "input 'selected': init.n: must be at least k"},
       {"n = \"E\", k = 2 }", "n = \"E\", k = 17 }", "input 'selected': init.k: must be in [1, 16]"},
       {"high = 1000", "high = 2", "input 'ids': init.high: must be a whole number in [W, 2^53]"},
-      {"dtype = \"int64\"\nshape = [\"M\"]\ninit = { dist = \"owner_ids\"", "shape = [\"M\"]\ninit = { dist = \"owner_ids\"", "input 'ids': init.dist: owner_ids are integers"},
+      {"dtype = \"int64\"\nshape = [\"M\"]\ninit = { dist = \"owner_ids\"", "shape = [\"M\"]\ninit = { dist = \"owner_ids\"",
+       "input 'ids': init.dist: owner_ids are integers"},
       {"dtype = \"int64\"\nshape = [\"M + 1\"]", "shape = [\"M + 1\"]", "input 'row_ptr': init.dist: offsets is integer"},
       {"mean = 4 }", "mean = -1 }", "input 'row_ptr': init.mean: must be in [0, 2^40]"},
-      {"n = \"M\", shared_by", "n = \"B - 1\", shared_by", "input 'seeds': init.n: must be in [1, 2^53] and at least the element count 4"},
+      {"n = \"M\", shared_by", "n = \"B - 1\", shared_by",
+       "input 'seeds': init.n: must be in [1, 2^53] and at least the element count 4"},
   };
   for (auto& c : resolving) {
     std::string text = kStructured;

@@ -44,9 +44,10 @@ Args parse(int argc, char** argv) {
 
 void report(int fd, pkb::Status status, const std::string& phase, const std::string& message) {
   try {
-    pkb::send_message(fd, {pkb::MsgKind::error,
-                           nlohmann::json{{"status", std::string(pkb::to_string(status))}, {"phase", phase}, {"message", message}},
-                           {}});
+    pkb::send_message(fd,
+                      {pkb::MsgKind::error,
+                       nlohmann::json{{"status", std::string(pkb::to_string(status))}, {"phase", phase}, {"message", message}},
+                       {}});
   } catch (...) {
     // The driver is gone; nothing more to say.
   }

@@ -167,8 +167,8 @@ class Runner {
       throw WorkerFailure(Status::runtime_error,
                           std::string(what) + " returned " + std::to_string(rc) + (msg.empty() ? "" : ": " + msg));
     if (async != cudaSuccess)
-      throw WorkerFailure(Status::runtime_error, std::string(what) + ": CUDA error " + cudaGetErrorName(async) + ": " +
-                                                     cudaGetErrorString(async));
+      throw WorkerFailure(Status::runtime_error,
+                          std::string(what) + ": CUDA error " + cudaGetErrorName(async) + ": " + cudaGetErrorString(async));
   }
 
   ImportedSet& set(const json& id) {
@@ -245,8 +245,8 @@ class Runner {
     }
     CUDA_CHECK(cudaStreamSynchronize(s));
     double per_call = allreduce_max(probe ? ms_since(t0) / probe : 0.0);
-    int warmup = per_call <= 0 ? std::max(most, probe)
-                               : std::clamp(static_cast<int>(budget / per_call), probe, std::max(most, probe));
+    int warmup =
+        per_call <= 0 ? std::max(most, probe) : std::clamp(static_cast<int>(budget / per_call), probe, std::max(most, probe));
     for (int c = probe; c < warmup; ++c) {
       rt_->barrier(s);
       call_run(*ins[c % ins.size()], out, params[c % ins.size()]);
@@ -305,7 +305,8 @@ class Runner {
     double host_ms = ms_since(t0);
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
-    if (e != cudaSuccess) throw WorkerFailure(Status::runtime_error, std::string("during graph replay: ") + cudaGetErrorString(e));
+    if (e != cudaSuccess)
+      throw WorkerFailure(Status::runtime_error, std::string("during graph replay: ") + cudaGetErrorString(e));
     float ms = 0;
     CUDA_CHECK(cudaEventElapsedTime(&ms, start_.get(), stop_.get()));
     reply({{"ms", ms}, {"host_ms", host_ms}});
@@ -419,20 +420,18 @@ json RunnerLink::receive() {
   }
   if (!m) died("it closed its channel");
   if (m->kind != MsgKind::reply)
-    failed(Status::protocol_error, "the solution's process sent a '" + std::string(to_string(m->kind)) +
-                                                    "' message on its channel to the checker");
+    failed(Status::protocol_error,
+           "the solution's process sent a '" + std::string(to_string(m->kind)) + "' message on its channel to the checker");
   if (m->body.contains("error")) {
     const json& e = m->body["error"];
     std::string st = e.is_object() ? e.value("status", std::string()) : std::string();
     std::string msg = e.is_object() && e.contains("message") && e["message"].is_string() ? e["message"].get<std::string>() : "";
     auto s = parse_status(st);
     if (!s || !runner_may_report(*s, loaded_, oversubscribed_))
-      failed(Status::protocol_error,
-                          "the solution's process reported status '" + st + "', which it may not claim: " + msg);
+      failed(Status::protocol_error, "the solution's process reported status '" + st + "', which it may not claim: " + msg);
     failed(*s, msg);
   }
-  if (!m->body.value("ok", false))
-    failed(Status::protocol_error, "the solution's process sent a malformed reply");
+  if (!m->body.value("ok", false)) failed(Status::protocol_error, "the solution's process sent a malformed reply");
   return std::move(m->body);
 }
 

@@ -81,10 +81,10 @@ class Runtime {
   DeviceSelect device_;
   Stream stream_, hstream_;
   ncclComm_t comm_ = nullptr;
-  ncclDevComm devcomm_{};          // for the solution
+  ncclDevComm devcomm_{};  // for the solution
   ncclDevComm harness_devcomm_{};  // for the harness's barriers
   bool devcomms_ = false;
-  bool lsa_world_ = false;         // every rank reachable by load/store
+  bool lsa_world_ = false;  // every rank reachable by load/store
   cublasHandle_t cublas_ = nullptr;
   DeviceBuffer cublas_ws_, barrier_buf_;
   std::vector<ncclComm_t> group_comms_;

@@ -2,8 +2,8 @@
 
 #include <unistd.h>
 
-#include <cstdio>
 #include <nccl.h>
+#include <cstdio>
 
 #include "core/cuda_check.hpp"
 #include "core/hex.hpp"
@@ -66,7 +66,8 @@ void Session::run() {
     runner_ = std::make_unique<RunnerLink>(exe_, plan_.device, plan_.oversubscribed);
     runner_->on_failure([this](Status st, const std::string& message) {
       try {
-        send_message(fd_, {MsgKind::error, json{{"status", std::string(to_string(st))}, {"phase", phase_}, {"message", message}}, {}});
+        send_message(fd_,
+                     {MsgKind::error, json{{"status", std::string(to_string(st))}, {"phase", phase_}, {"message", message}}, {}});
       } catch (...) {
         // The driver is gone; nothing more to say.
       }

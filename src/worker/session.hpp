@@ -31,7 +31,7 @@ struct TensorSet {
   int id = 0;
   SharedMapping mem;
   SetLayout layout;
-  std::vector<void*> data;        // each tensor's address in this process
+  std::vector<void*> data;  // each tensor's address in this process
   uint64_t seed = 0, stream = 0;  // what the inputs were drawn from; a call on them gets its per-call params from it
 };
 
@@ -68,10 +68,10 @@ class Session {
   int step_index_ = 0;
   std::string phase_ = "start";
   std::unique_ptr<RunnerLink> runner_;
-  std::unique_ptr<Stream> hs_;      // the checker's own stream (generation, checks)
+  std::unique_ptr<Stream> hs_;  // the checker's own stream (generation, checks)
   cudaEvent_t returned_ = nullptr;  // recorded by the runner when pkb_run returns
   size_t l2_bytes_ = 0;
-  std::vector<TensorSet> ins_;      // two input sets that alternate
+  std::vector<TensorSet> ins_;  // two input sets that alternate
   TensorSet out_;
 };
 

@@ -93,8 +93,7 @@ SharedMapping SharedMapping::import(int device, int fd, size_t bytes, bool read_
 
 int SharedMapping::export_fd() const {
   int fd = -1;
-  drv(cuMemExportToShareableHandle(&fd, handle_, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
-      "cuMemExportToShareableHandle");
+  drv(cuMemExportToShareableHandle(&fd, handle_, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), "cuMemExportToShareableHandle");
   return fd;
 }
 

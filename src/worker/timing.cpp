@@ -62,7 +62,8 @@ void Session::regenerate(TensorSet& set, uint64_t seed, uint64_t stream, CheckSl
   for (size_t i = 0; i < step_->inputs.size(); ++i) {
     auto& d = step_->inputs[i];
     // Warm-up and timed calls are held-out calls (heldout_trial in core/dist.hpp).
-    launch_generate(set.data[i], d.dtype, d.numel(), held_out(d.dist), input_key(seed, stream, plan_.rank, i, d.dist), hs_->get());
+    launch_generate(set.data[i], d.dtype, d.numel(), held_out(d.dist), input_key(seed, stream, plan_.rank, i, d.dist),
+                    hs_->get());
     if (digest_slots) launch_check(set.data[i], d.dtype, d.numel(), 0, digest_slots + i, hs_->get());
   }
 }
@@ -79,8 +80,8 @@ json Session::commit_call(int call, json body) {
   send_message(fd_, {MsgKind::call, std::move(body), {}});
   auto m = recv_message(fd_);
   if (!m || m->kind != MsgKind::grant || m->body.value("step", -1) != step_index_ || m->body.value("call", -2) != call)
-    throw WorkerFailure(Status::protocol_error, "timed call " + std::to_string(call) +
-                                                    ": the driver's answer did not arrive on the control channel");
+    throw WorkerFailure(Status::protocol_error,
+                        "timed call " + std::to_string(call) + ": the driver's answer did not arrive on the control channel");
   return std::move(m->body);
 }
 
@@ -140,8 +141,9 @@ void Session::run_timing() {
     double ms = f["ms"].get<double>();
     if (!(ms >= 0) || ms > around_ms) {
       char buf[200];
-      std::snprintf(buf, sizeof buf, "timed call %d: the solution's process reported %.3f ms, outside the %.3f ms the checker saw",
-                    t, ms, around_ms);
+      std::snprintf(buf, sizeof buf,
+                    "timed call %d: the solution's process reported %.3f ms, outside the %.3f ms the checker saw", t, ms,
+                    around_ms);
       throw WorkerFailure(Status::protocol_error, buf);
     }
     if (f.value("l2_reset", false)) ++l2_resets;  // the runner undid a limit the solution set
@@ -219,9 +221,17 @@ void Session::run_timing() {
     }
     ins.push_back({{"name", step_->inputs[i].name}, {"gen", gen}, {"after", after}});
   }
-  send_timing(json{{"mode", "eager"}, {"checked", tp.checks}, {"warmup", warmup}, {"iters", tp.iters}, {"groups", 2},
-                   {"times_ms", times}, {"span_ms", span}, {"host_ms", host_ms}, {"l2_resets", l2_resets},
-                   {"outputs", outs}, {"inputs", ins}},
+  send_timing(json{{"mode", "eager"},
+                   {"checked", tp.checks},
+                   {"warmup", warmup},
+                   {"iters", tp.iters},
+                   {"groups", 2},
+                   {"times_ms", times},
+                   {"span_ms", span},
+                   {"host_ms", host_ms},
+                   {"l2_resets", l2_resets},
+                   {"outputs", outs},
+                   {"inputs", ins}},
               std::move(blob));
   if (tp.graph) run_graph_timing();  // after the checked calls: the same solution, replayed
 }
@@ -244,7 +254,8 @@ void Session::run_graph_timing() {
   double around_ms = host_ms_since(host_start);
   double ms = g.value("ms", -1.0), host_ms = g.value("host_ms", -1.0);
   if (!(ms >= 0) || ms > around_ms || !(host_ms >= 0) || host_ms > around_ms)
-    throw WorkerFailure(Status::protocol_error, "graph replay: the solution's process reported times outside the checker's clock");
+    throw WorkerFailure(Status::protocol_error,
+                        "graph replay: the solution's process reported times outside the checker's clock");
   DeviceBuffer slots(sizeof(CheckSlot) * std::max<size_t>(step_->outputs.size(), 1));
   CUDA_CHECK(cudaMemsetAsync(slots.get(), 0, slots.bytes(), s));
   for (size_t o = 0; o < step_->outputs.size(); ++o) {
@@ -258,8 +269,15 @@ void Session::run_graph_timing() {
   for (size_t o = 0; o < h.size(); ++o)
     outs.push_back({{"name", step_->outputs[o].name}, {"unwritten", h[o].unwritten}, {"nonfinite", h[o].nonfinite}});
   for (int i = 0; i < tp.iters; ++i) times.push_back(ms / tp.iters);  // a graph gives one interval: its mean
-  send_timing(json{{"mode", "graph"}, {"warmup", 0}, {"iters", tp.iters}, {"groups", 2}, {"times_ms", times},
-                   {"span_ms", ms}, {"host_ms", host_ms}, {"outputs", outs}, {"inputs", json::array()}},
+  send_timing(json{{"mode", "graph"},
+                   {"warmup", 0},
+                   {"iters", tp.iters},
+                   {"groups", 2},
+                   {"times_ms", times},
+                   {"span_ms", ms},
+                   {"host_ms", host_ms},
+                   {"outputs", outs},
+                   {"inputs", json::array()}},
               {});
 }
 

@@ -34,7 +34,8 @@ class EvalCli : public ::testing::Test {
 };
 
 TEST_F(EvalCli, UnknownSizeClassIsNamedWithTheChoices) {
-  expect_rejected({"run", "12", "--size", "huge"}, "12_allgather_gemm has no size class 'huge' (sizes: tiny, small, default, large)");
+  expect_rejected({"run", "12", "--size", "huge"},
+                  "12_allgather_gemm has no size class 'huge' (sizes: tiny, small, default, large)");
   expect_rejected({"eval", "12", "--solution", "reference", "--size", "huge"}, "no size class 'huge'");
 }
 
@@ -146,7 +147,8 @@ TEST_F(EvalCli, FullChecksItsFlagsAndWorldsBeforeTheGpus) {
   expect_rejected(full, "--full runs every size class", {{"PKB_SIZE", "tiny"}});
   expect_rejected(with({"--dtype", "fp16"}), "--full runs every dtype the spec allows: it does not go with --dtype");
   expect_rejected(full, "it does not go with --dtype (or PKB_DTYPE)", {{"PKB_DTYPE", "fp32"}});
-  expect_rejected({"eval", "--solutions", "solutions/examples", "--full"}, "--full evaluates one solution: it does not go with --solutions DIR");
+  expect_rejected({"eval", "--solutions", "solutions/examples", "--full"},
+                  "--full evaluates one solution: it does not go with --solutions DIR");
   expect_rejected(with({"--worlds", "2,x"}), "--worlds 2,x: expects world sizes separated by commas, such as 2,4,8");
   expect_rejected(with({"--worlds", "2,,4"}), "'' is not a whole number");
   expect_rejected(with({"--worlds", "1,2"}), "--worlds 1,2: every problem needs W >= 2, not 1");

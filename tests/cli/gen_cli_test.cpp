@@ -97,8 +97,8 @@ TEST_F(GenCli, GenerateWritesTheRunAndResumes) {
 TEST_F(GenCli, GenerateFailuresExitWith1AndAreRecorded) {
   FakeLlmServer s({Reply::answer("unused")});
   PkbResult r = pkb({"generate", "1", "--model", "fake", "--base-url", s.url("/v1"), "--api-key-env", "PKB_UNSET_TEST_KEY",
-               "--run-name", "nokey"},
-              dir);
+                     "--run-name", "nokey"},
+                    dir);
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.out.find("1 failed"), std::string::npos) << r.out;
   json rec = json::parse(read_file(dir / "solutions" / "nokey" / "1_allreduce_s0.json"));

@@ -128,18 +128,25 @@ std::string protocol_body(const Request& req, const std::string& text) {
   } catch (const std::exception&) {
   }
   if (ends_with(req.path, "/chat/completions"))
-    return json{{"id", "fake-1"}, {"object", "chat.completion"}, {"model", model.empty() ? "fake" : model},
+    return json{{"id", "fake-1"},
+                {"object", "chat.completion"},
+                {"model", model.empty() ? "fake" : model},
                 {"choices", {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", text}}}, {"finish_reason", "stop"}}}},
                 {"usage", {{"prompt_tokens", in}, {"completion_tokens", out}, {"total_tokens", in + out}}}}
         .dump();
   if (ends_with(req.path, "/messages"))
-    return json{{"id", "msg_fake"}, {"type", "message"}, {"role", "assistant"}, {"model", model.empty() ? "fake" : model},
-                {"content", {{{"type", "text"}, {"text", text}}}}, {"stop_reason", "end_turn"},
+    return json{{"id", "msg_fake"},
+                {"type", "message"},
+                {"role", "assistant"},
+                {"model", model.empty() ? "fake" : model},
+                {"content", {{{"type", "text"}, {"text", text}}}},
+                {"stop_reason", "end_turn"},
                 {"usage", {{"input_tokens", in}, {"output_tokens", out}}}}
         .dump();
   if (req.path.find(":generateContent") != std::string::npos)
     return json{{"candidates", {{{"content", {{"role", "model"}, {"parts", {{{"text", text}}}}}}, {"finishReason", "STOP"}}}},
-                {"usageMetadata", {{"promptTokenCount", in}, {"candidatesTokenCount", out}}}, {"modelVersion", "fake-gemini"}}
+                {"usageMetadata", {{"promptTokenCount", in}, {"candidatesTokenCount", out}}},
+                {"modelVersion", "fake-gemini"}}
         .dump();
   return json{{"error", {{"message", "fake server: no protocol at " + req.path}}}}.dump();
 }
@@ -186,9 +193,7 @@ FakeLlmServer::~FakeLlmServer() {
 
 void FakeLlmServer::stop() { stopped_ = true; }
 
-std::string FakeLlmServer::url(const std::string& suffix) const {
-  return "http://127.0.0.1:" + std::to_string(port_) + suffix;
-}
+std::string FakeLlmServer::url(const std::string& suffix) const { return "http://127.0.0.1:" + std::to_string(port_) + suffix; }
 
 std::vector<Request> FakeLlmServer::requests() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -238,7 +243,8 @@ void FakeLlmServer::serve(int fd) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::string body = r.text ? protocol_body(*req, *r.text) : r.body;
   std::string head = "HTTP/1.1 " + std::to_string(r.status) + " " + reason(r.status) +
-                     "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+                     "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) +
+                     "\r\n";
   for (auto& [k, v] : r.headers) head += k + ": " + v + "\r\n";
   send_all(fd, head + "\r\n" + body);
   last_activity_ms_ = now_ms();

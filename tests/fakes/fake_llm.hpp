@@ -32,9 +32,9 @@ struct Request {
 struct Reply {
   int status = 200;
   std::optional<std::string> text;  // the model's answer, wrapped in the request's protocol
-  std::string body;                 // sent as is when `text` is not set
+  std::string body;  // sent as is when `text` is not set
   std::vector<std::pair<std::string, std::string>> headers;
-  int delay_ms = 0;                 // wait this long before answering
+  int delay_ms = 0;  // wait this long before answering
 
   /// A successful reply whose answer is `text`.
   static Reply answer(std::string text);
@@ -54,8 +54,8 @@ class FakeLlmServer {
  public:
   using Responder = std::function<Reply(const Request& req, int index)>;
   struct Options {
-    int port = 0;              // 0: an ephemeral port
-    double idle_exit_s = 60;   // stop after this long without a request
+    int port = 0;  // 0: an ephemeral port
+    double idle_exit_s = 60;  // stop after this long without a request
   };
 
   /// Serves `script` in order; once it runs out the last reply repeats.

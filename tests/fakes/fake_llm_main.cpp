@@ -6,9 +6,9 @@
 //
 // Each --reply FILE is one answer, in order; the last one repeats. A .cu/.cpp/.h file is sent as a
 // ```cu block after a one-line strategy; any other file is sent as the reply text verbatim.
-#include <CLI/CLI.hpp>
 #include <signal.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <atomic>
 #include <chrono>

@@ -97,7 +97,9 @@ int main(int argc, char** argv) {
   auto m = pkb::recv_message(fd);
   if (!m) return 3;
   pkb::WorkerPlan plan = m->body.get<pkb::WorkerPlan>();
-  auto send = [&](pkb::MsgKind k, json body, std::string blob = {}) { pkb::send_message(fd, {k, std::move(body), std::move(blob)}); };
+  auto send = [&](pkb::MsgKind k, json body, std::string blob = {}) {
+    pkb::send_message(fd, {k, std::move(body), std::move(blob)});
+  };
   send(pkb::MsgKind::hello, {{"rank", rank}, {"gpu", "fake"}});
   int step_index = 0;
   auto enter = [&](const std::string& phase) {
@@ -188,7 +190,11 @@ int main(int argc, char** argv) {
           pkb::generate_element(bytes.data(), d.dtype, dist, pkb::input_key(step.trial_seeds.at(t), t, rank, 0, dist), i);
         char hex[17];
         std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(pkb::digest_bytes(bytes.data(), bytes.size())));
-        outs.push_back({{"name", d.name}, {"digest_return", hex}, {"digest_after", hex}, {"unwritten", 0}, {"nonfinite", 0},
+        outs.push_back({{"name", d.name},
+                        {"digest_return", hex},
+                        {"digest_after", hex},
+                        {"unwritten", 0},
+                        {"nonfinite", 0},
                         {"poison", "7fc0"}});
         blob += bytes;
       }
@@ -219,16 +225,28 @@ int main(int argc, char** argv) {
       for (size_t o = 0; o < step.outputs.size(); ++o) {
         auto& d = step.outputs[o];
         // As many sampled values as the plan asks for (PKB_FAKE_MODE=nosamples: none, a cheat).
-        size_t k = mode.kind == "nosamples" ? 0 : std::min<size_t>(static_cast<size_t>(step.timing.samples_per_output), d.numel());
+        size_t k =
+            mode.kind == "nosamples" ? 0 : std::min<size_t>(static_cast<size_t>(step.timing.samples_per_output), d.numel());
         samples.append(k * pkb::dtype_size(d.dtype) * static_cast<size_t>(step.timing.iters), '\0');
         full.append(d.bytes() * full_calls, '\0');
-        outs.push_back({{"name", d.name}, {"digests", json(std::vector<std::string>(step.timing.iters, "0"))},
+        outs.push_back({{"name", d.name},
+                        {"digests", json(std::vector<std::string>(step.timing.iters, "0"))},
                         {"unwritten", json(std::vector<int>(step.timing.iters, 0))},
-                        {"nonfinite", json(std::vector<int>(step.timing.iters, 0))}, {"samples", k}});
+                        {"nonfinite", json(std::vector<int>(step.timing.iters, 0))},
+                        {"samples", k}});
       }
-      send(pkb::MsgKind::timing, {{"step", step_index}, {"mode", "eager"}, {"checked", true}, {"warmup", 3}, {"iters", step.timing.iters},
-                                  {"groups", 2}, {"times_ms", times}, {"span_ms", 0.02 * step.timing.iters},
-                                  {"host_ms", 0.03 * step.timing.iters}, {"outputs", outs}, {"inputs", json::array()}},
+      send(pkb::MsgKind::timing,
+           {{"step", step_index},
+            {"mode", "eager"},
+            {"checked", true},
+            {"warmup", 3},
+            {"iters", step.timing.iters},
+            {"groups", 2},
+            {"times_ms", times},
+            {"span_ms", 0.02 * step.timing.iters},
+            {"host_ms", 0.03 * step.timing.iters},
+            {"outputs", outs},
+            {"inputs", json::array()}},
            samples + full);
     }
     enter("finalize");

@@ -46,9 +46,31 @@ TEST(AgentGpu, CompileErrorThenMismatchThenThePassingExample) {
   fs::remove_all(out);
 
   SpawnOptions o;
-  o.argv = {std::string(PKB_TEST_BINARY_DIR) + "/bin/pkb", "agent", "1", "--provider", "openai", "--base-url", s.url("/v1"),
-            "--model", "fake", "--steps", "3", "--gpus", "2", "--size", "small",
-            "--out-dir", out.string(), "--run-name", "gpu_test", "--trials", "2", "--warmup", "20", "--iters", "30"};
+  o.argv = {std::string(PKB_TEST_BINARY_DIR) + "/bin/pkb",
+            "agent",
+            "1",
+            "--provider",
+            "openai",
+            "--base-url",
+            s.url("/v1"),
+            "--model",
+            "fake",
+            "--steps",
+            "3",
+            "--gpus",
+            "2",
+            "--size",
+            "small",
+            "--out-dir",
+            out.string(),
+            "--run-name",
+            "gpu_test",
+            "--trials",
+            "2",
+            "--warmup",
+            "20",
+            "--iters",
+            "30"};
   if (shared) o.argv.push_back("--oversubscribe");
   auto r = run_command(o, std::chrono::minutes(10));
   std::cout << r.out << r.err << std::flush;

@@ -21,9 +21,9 @@
 // worker left behind" counts this process's descendants only, so shards side by side do not see
 // each other's workers.
 #include <dirent.h>
-#include <cctype>
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <cctype>
 
 #include <algorithm>
 #include <cstdlib>
@@ -50,8 +50,8 @@ int visible_gpus() {
 
 struct PkbRun {
   int rc = -1;
-  json record;                 // the last record written
-  std::vector<json> records;   // every record written
+  json record;  // the last record written
+  std::vector<json> records;  // every record written
   std::string out, err;
   double seconds = 0;
 };
@@ -211,8 +211,8 @@ TEST_P(GpuProblem, BaselineMatchesItsOracle) {
 }
 
 TEST_P(GpuProblem, BaselinePassesAsItsOwnCandidate) {
-  auto r = pkb(with_world({"eval", stem(), "--solution", "reference", "--size", "small", "--trials", "2", "--iters", "30",
-                           "--warmup", "20"}));
+  auto r = pkb(with_world(
+      {"eval", stem(), "--solution", "reference", "--size", "small", "--trials", "2", "--iters", "30", "--warmup", "20"}));
   ASSERT_EQ(r.record.value("status", ""), "ok") << stem() << ": " << r.record.value("message", "") << "\n" << r.err;
   EXPECT_EQ(r.rc, 0);
   EXPECT_TRUE(r.record["bitwise_identical"].get<bool>());
@@ -263,7 +263,8 @@ TEST_P(Gpu, SampleOneShotAllReducePasses) {
   EXPECT_TRUE(r.record["bitwise_identical"].get<bool>());
   EXPECT_GT(r.record["speedup"].get<double>(), 0.0);
   for (const char* d : {"fp16", "fp32"}) {
-    auto rd = pkb({"eval", "1", "--solution", sample, "--gpus", W(), "--dtype", d, "--size", "tiny", "--trials", "2", "--no-perf"});
+    auto rd =
+        pkb({"eval", "1", "--solution", sample, "--gpus", W(), "--dtype", d, "--size", "tiny", "--trials", "2", "--no-perf"});
     EXPECT_EQ(rd.record.value("status", ""), "ok") << d << ": " << rd.record.value("message", "");
   }
 }
@@ -316,21 +317,22 @@ extern "C" int pkb_finalize(pkb_context*) { return 0; }
     if (e.path().extension() != ".cu") continue;
     std::string name = e.path().filename().string();
     std::string id = name.substr(0, name.find('_'));
-    auto r = pkb({"eval", id, "--solution", e.path().string(), "--gpus", W(), "--trials", "2", "--iters", "20", "--warmup",
-                  "10"});
+    auto r =
+        pkb({"eval", id, "--solution", e.path().string(), "--gpus", W(), "--trials", "2", "--iters", "20", "--warmup", "10"});
     EXPECT_EQ(r.record.value("status", ""), "ok") << name << ": " << r.record.value("message", "") << "\n" << r.err;
   }
   ::unsetenv("PKB_EMULATE_NODES");
   EXPECT_TRUE(leftover_workers().empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(World, Gpu, ::testing::ValuesIn(kWorlds), [](const auto& info) { return "W" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(World, Gpu, ::testing::ValuesIn(kWorlds),
+                         [](const auto& info) { return "W" + std::to_string(info.param); });
 
 struct Case {
   fs::path file;
   std::string expect, problem, requires_, check;
-  std::string expect_shared;   // the verdict where ranks share a GPU, if it differs
-  std::string warning;         // a warning the record must carry
+  std::string expect_shared;  // the verdict where ranks share a GPU, if it differs
+  std::string warning;  // a warning the record must carry
   std::string warning_shared;  // ... where ranks share a GPU
   std::vector<std::string> args;
   std::vector<std::pair<std::string, std::string>> env;
@@ -432,8 +434,8 @@ TEST(Adversarial, EveryCaseGetsItsVerdictAndLeavesNothingBehind) {
       if (!w || w->empty()) continue;
       bool found = false;
       for (auto& x : r.record.value("warnings", json::array())) found |= x.get<std::string>().find(*w) != std::string::npos;
-      EXPECT_TRUE(found) << c.file.filename() << ": no warning mentions \"" << *w << "\"; warnings: "
-                         << r.record.value("warnings", json::array()).dump();
+      EXPECT_TRUE(found) << c.file.filename() << ": no warning mentions \"" << *w
+                         << "\"; warnings: " << r.record.value("warnings", json::array()).dump();
     }
     if (c.max_speedup > 0 && !shared && r.record["speedup"].is_number()) {
       EXPECT_LT(r.record["speedup"].get<double>(), c.max_speedup) << c.file.filename() << ": implausible speedup";
@@ -442,9 +444,8 @@ TEST(Adversarial, EveryCaseGetsItsVerdictAndLeavesNothingBehind) {
     EXPECT_TRUE(leftover_workers().empty()) << c.file.filename() << " left pkb-worker processes behind";
     if (memory_level >= 0) {
       long after = wait_for_gpu_memory(memory_level, kMemorySlackMib);
-      EXPECT_LE(after, memory_level + kMemorySlackMib)
-          << c.file.filename() << ": GPU memory did not come back (" << memory_level << " MiB before the suite, " << after
-          << " MiB after the case)";
+      EXPECT_LE(after, memory_level + kMemorySlackMib) << c.file.filename() << ": GPU memory did not come back (" << memory_level
+                                                       << " MiB before the suite, " << after << " MiB after the case)";
       std::cout << "  " << c.file.filename().string() << " GPU memory after: " << after << " MiB (level " << memory_level
                 << ")\n";
     }
