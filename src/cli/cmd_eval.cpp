@@ -89,6 +89,13 @@ void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
   sub.add_option("--arch", f.arch, "nvcc -arch for solutions")->envname("PKB_ARCH");
   sub.add_option("--compile-timeout", f.compile_timeout, "Seconds before nvcc is stopped");
   sub.add_option("--launcher", f.opts.launcher, "local (fork/exec, default) or mpi (mpirun/srun; see docs/multi-node.md)")
+      ->transform(CLI::Validator(
+          [](std::string& name) -> std::string {  // the name, as LauncherKind's number for CLI11 to store
+            if (name != "local" && name != "mpi") return "must be local or mpi, not '" + name + "'";
+            name = std::to_string(static_cast<int>(name == "local" ? LauncherKind::local : LauncherKind::mpi));
+            return "";
+          },
+          "local|mpi"))
       ->envname("PKB_LAUNCHER");
   sub.add_option("--mpirun", f.mpirun, "With --launcher mpi: the launcher command and its flags, e.g. \"mpirun --hostfile h\"")
       ->envname("PKB_MPIRUN");

@@ -16,6 +16,10 @@
 
 namespace pkb {
 
+/// How a job's workers start: `local` forks and execs them here, `mpi` has mpirun/srun start them
+/// (they join the driver over TCP, docs/multi-node.md).
+enum class LauncherKind { local, mpi };
+
 struct EvalOptions {
   std::string problem;
   std::string solution;  // a .cu path; "reference" (or "baseline") = the problem's reference.cu
@@ -47,8 +51,8 @@ struct EvalOptions {
   std::string worker_exe;  // pkb-worker
   std::optional<uint64_t> seed;  // for reproducing a run; secret and fresh by default
   std::string label;  // the record's label (solution set / run name)
-  std::string launcher = "local";  // "local" (fork/exec) or "mpi" (mpirun/srun; workers join over TCP)
-  MpiOptions mpi;  // with launcher "mpi"
+  LauncherKind launcher = LauncherKind::local;
+  MpiOptions mpi;  // with LauncherKind::mpi
 };
 
 /// Where the ranks of a job run: rank r on GPU r % gpus. Oversubscribed when W > gpus (then every
@@ -60,6 +64,13 @@ struct Placement {
   int device_of(int rank) const { return rank % gpus; }
   int ranks_per_gpu() const { return (world + gpus - 1) / gpus; }
 };
+
+/// The world size W of a run: --gpus when given, else every visible GPU, and with --oversubscribe
+/// the problem's smallest W where fewer GPUs are visible (one GPU still runs a 2-rank problem).
+inline int world_for_run(int gpus, int visible, int min_world, bool oversubscribe) {
+  if (gpus > 0) return gpus;
+  return oversubscribe && visible < min_world ? min_world : visible;
+}
 
 /// The placement of W ranks on `visible` GPUs; throws invalid_argument when W > visible without
 /// --oversubscribe (the message suggests it).

@@ -57,8 +57,6 @@ void check_eval_options(const EvalOptions& opts) {
   if (opts.iters < 1 && opts.perf) fail(Errc::invalid_argument, "--iters must be at least 1");
   if (opts.warmup < 0) fail(Errc::invalid_argument, "--warmup cannot be negative");
   if (opts.timeout_s <= 0) fail(Errc::invalid_argument, "--timeout must be positive");
-  if (opts.launcher != "local" && opts.launcher != "mpi")
-    fail(Errc::invalid_argument, "--launcher is local or mpi, not '" + opts.launcher + "'");
 }
 
 Prepared prepare(const EvalOptions& opts, const std::vector<std::string>& size_classes) {
@@ -78,8 +76,7 @@ Prepared prepare(const EvalOptions& opts, const std::vector<std::string>& size_c
   p.sys = probe_system();
   if (p.sys.gpu_count == 0)
     fail(Errc::invalid_argument, "no GPU is visible (" + p.sys.error + "); pkb run/eval need 2 or more NVLink GPUs");
-  int world = opts.gpus > 0 ? opts.gpus : p.sys.gpu_count;
-  if (opts.gpus <= 0 && world < p.spec.min_world && opts.oversubscribe) world = p.spec.min_world;
+  int world = world_for_run(opts.gpus, p.sys.gpu_count, p.spec.min_world, opts.oversubscribe);
   p.placement = place_ranks(world, p.sys.gpu_count, opts.oversubscribe);
   SizeChoice sc{opts.size, opts.size_overrides};
   p.inst = resolve(p.spec, world, sc, *dtype);
@@ -253,7 +250,7 @@ void sandbox_job(JobConfig& cfg, const std::filesystem::path& dir) {
 JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<WorkerPlan> plans, const std::string& label,
                    CallGate* gate, int side) {
   std::unique_ptr<Launcher> chosen;
-  if (opts.launcher == "mpi") {
+  if (opts.launcher == LauncherKind::mpi) {
     chosen = std::make_unique<MpiLauncher>(opts.mpi);
     for (auto& w : plans) w.device = -1;  // each worker takes the GPU of its launcher-given local rank
   } else {
@@ -267,7 +264,7 @@ JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<Worke
   char tmpl[] = "/tmp/pkb-job-XXXXXX";
   if (!mkdtemp(tmpl)) fail(Errc::io_error, "cannot create a temporary directory for worker logs");
   cfg.launch.log_dir = tmpl;
-  if (sandbox_wanted() && opts.launcher == "local" && geteuid() == 0) sandbox_job(cfg, tmpl);
+  if (sandbox_wanted() && opts.launcher == LauncherKind::local && geteuid() == 0) sandbox_job(cfg, tmpl);
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<long long>(s * 1000)); };
   cfg.deadlines.setup = ms(std::max(opts.timeout_s, 60.0));  // a longer --timeout covers slow starts (compute-sanitizer)
   cfg.deadlines.trial = ms(opts.timeout_s);
@@ -278,10 +275,10 @@ JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<Worke
   cfg.deadlines.finalize = ms(std::max(opts.timeout_s, 30.0));
   int trials = opts.trials;
   if (opts.progress)
-    cfg.on_phase = [label, trials](int, const std::string& phase) {
-      std::string shown = phase;
-      if (phase.rfind("trial ", 0) == 0)
-        shown = "trial " + std::to_string(std::stoi(phase.substr(6)) + 1) + "/" + std::to_string(trials);
+    cfg.on_phase = [label, trials](int, const Phase& phase) {
+      std::string shown = phase.kind == Phase::Kind::trial
+                              ? "trial " + std::to_string(phase.trial + 1) + "/" + std::to_string(trials)
+                              : phase.name();
       std::fprintf(stderr, "\r\033[K[pkb] %s: %s", label.c_str(), shown.c_str());
     };
   JobResult res;

@@ -97,8 +97,7 @@ std::string machine_refusal(int w, int visible, bool oversubscribe, bool explici
 }
 
 size_t choose_summary_cell(const Spec& spec, const FullOptions& o, int visible, const std::vector<FullCell>& cells) {
-  int world = o.eval.gpus > 0 ? o.eval.gpus : visible;
-  if (o.eval.gpus <= 0 && world < spec.min_world && o.eval.oversubscribe) world = spec.min_world;
+  int world = world_for_run(o.eval.gpus, visible, spec.min_world, o.eval.oversubscribe);
   std::string dtype = o.eval.dtype;
   auto d = parse_dtype(dtype);
   if (!d || std::find(spec.dtypes.begin(), spec.dtypes.end(), *d) == spec.dtypes.end())

@@ -24,7 +24,7 @@ struct Prepared {
 };
 
 /// The checks of prepare() that need neither the spec nor the GPUs: the solution file, the dtype's
-/// name, counts, the timeout and the launcher. Throws Error(invalid_argument).
+/// name, counts, and the timeout. Throws Error(invalid_argument).
 void check_eval_options(const EvalOptions& opts);
 
 /// Resolves the problem, sizes, dtype and GPU count; throws on bad input. Everything that can be

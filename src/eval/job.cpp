@@ -34,20 +34,21 @@ struct Failure {
 /// trial, timing (when enabled), finalize; teardown last (at the last step's index).
 struct PhaseKey {
   int step = 0;
-  std::string phase;
+  Phase phase;
   bool operator==(const PhaseKey&) const = default;
 };
 
 std::vector<PhaseKey> phase_sequence(const WorkerPlan& plan) {
-  std::vector<PhaseKey> seq{{0, "start"}, {0, "setup"}, {0, "load"}};
+  using K = Phase::Kind;
+  std::vector<PhaseKey> seq{{0, {K::start}}, {0, {K::setup}}, {0, {K::load}}};
   int s = 0;
   for (; s < static_cast<int>(plan.steps.size()); ++s) {
-    seq.push_back({s, "init"});
-    for (int t = 0; t < plan.steps[s].trials; ++t) seq.push_back({s, "trial " + std::to_string(t)});
-    if (plan.steps[s].timing.enabled) seq.push_back({s, "timing"});
-    seq.push_back({s, "finalize"});
+    seq.push_back({s, {K::init}});
+    for (int t = 0; t < plan.steps[s].trials; ++t) seq.push_back({s, {K::trial, t}});
+    if (plan.steps[s].timing.enabled) seq.push_back({s, {K::timing}});
+    seq.push_back({s, {K::finalize}});
   }
-  seq.push_back({std::max(0, s - 1), "teardown"});
+  seq.push_back({std::max(0, s - 1), {K::teardown}});
   return seq;
 }
 
@@ -163,7 +164,7 @@ struct RankState {
   FrameDecoder dec;
   size_t phase_index = 0;  // where in phase_sequence() the worker is
   bool eof = false, done = false, errored = false, counted_exit = false, timed_out = false;
-  std::string phase = "start";
+  Phase phase;  // start
   int step = 0;
   Clock::time_point phase_start;
   Clock::time_point last_idle;  // last time the channel was seen empty (nothing sent before it was read)
@@ -174,13 +175,18 @@ struct RankState {
   double granted_s = 0;  // when the seed of call next_call was sent
 };
 
-std::chrono::milliseconds limit_for(const std::string& phase, const Deadlines& d) {
-  if (phase == "start" || phase == "setup" || phase == "load") return d.setup;
-  if (phase == "init") return d.init;
-  if (phase.rfind("trial", 0) == 0) return d.trial;
-  if (phase == "timing") return d.timing;
-  if (phase == "finalize") return d.finalize;
-  return d.teardown;  // "teardown"
+std::chrono::milliseconds limit_for(const Phase& phase, const Deadlines& d) {
+  switch (phase.kind) {
+    case Phase::Kind::start:
+    case Phase::Kind::setup:
+    case Phase::Kind::load: return d.setup;
+    case Phase::Kind::init: return d.init;
+    case Phase::Kind::trial: return d.trial;
+    case Phase::Kind::timing: return d.timing;
+    case Phase::Kind::finalize: return d.finalize;
+    case Phase::Kind::teardown: return d.teardown;
+  }
+  return d.teardown;
 }
 
 class JobRunner {
@@ -244,23 +250,29 @@ class JobRunner {
     switch (m.kind) {
       case MsgKind::hello: res_.hello[r] = m.body; break;
       case MsgKind::phase: {
-        PhaseKey k{m.body.at("step").get<int>(), m.body.at("phase").get<std::string>()};
+        int step = m.body.at("step").get<int>();
+        std::string word = m.body.at("phase").get<std::string>();
+        std::optional<Phase> named = Phase::parse(word);
+        if (!named)
+          violation("phase '" + word + "' of step " + std::to_string(step) + " is not a phase of this job's plan, after '" +
+                    s.phase.name() + "'");
+        PhaseKey k{step, *named};
         const auto& seq = sequences_[r];
         auto it = std::find(seq.begin() + static_cast<long>(s.phase_index) + 1, seq.end(), k);
         if (it == seq.end()) {
           bool seen = std::find(seq.begin(), seq.begin() + static_cast<long>(s.phase_index) + 1, k) !=
                       seq.begin() + static_cast<long>(s.phase_index) + 1;
-          violation("phase '" + k.phase + "' of step " + std::to_string(k.step) +
+          violation("phase '" + word + "' of step " + std::to_string(k.step) +
                     (seen ? " announced again (a phase is announced once; its deadline runs from the first time)"
                           : " is not a phase of this job's plan") +
-                    ", after '" + s.phase + "'");
+                    ", after '" + s.phase.name() + "'");
         }
         s.phase_index = static_cast<size_t>(it - seq.begin());
         s.phase = k.phase;
         s.step = k.step;
         s.phase_start = Clock::now();
         s.phase_idle = s.last_idle;
-        if (k.phase == "timing") s.next_call = -1;  // each step's timed calls are committed from "ready" on
+        if (k.phase.kind == Phase::Kind::timing) s.next_call = -1;  // each step's timed calls are committed from "ready" on
         report_progress();
         break;
       }
@@ -268,7 +280,8 @@ class JobRunner {
       case MsgKind::call: on_call(r, m.body); break;
       case MsgKind::timing: {
         StepResult& sr = step_of(m.body);
-        require(s.phase == "timing" && s.step == m.body.at("step").get<int>(), "a timing frame outside the timing phase");
+        require(s.phase.kind == Phase::Kind::timing && s.step == m.body.at("step").get<int>(),
+                "a timing frame outside the timing phase");
         const StepPlan& plan = cfg_.plans[r].steps[s.step];
         if (m.body.value("mode", std::string()) == "eager")
           require(s.next_call == plan.timing.iters, "the timing report before every timed call was committed (" +
@@ -287,7 +300,7 @@ class JobRunner {
       case MsgKind::error: {
         s.errored = true;
         auto st = parse_status(m.body.value("status", std::string("runtime_error")));
-        std::string phase = m.body.value("phase", s.phase);
+        std::string phase = m.body.value("phase", s.phase.name());  // as the worker names it: recorded, not acted on
         if (s.done) {  // after results: a teardown problem, not the solution's failure
           res_.teardown_clean = false;
           break;
@@ -297,7 +310,7 @@ class JobRunner {
         break;
       }
       case MsgKind::done:
-        require(s.phase == "finalize" && s.step + 1 == static_cast<int>(cfg_.plans[r].steps.size()),
+        require(s.phase.kind == Phase::Kind::finalize && s.step + 1 == static_cast<int>(cfg_.plans[r].steps.size()),
                 "'done' before the last step's finalize");
         require_all_results(r);
         s.done = true;
@@ -315,7 +328,8 @@ class JobRunner {
   /// before this call had run and been reported).
   void on_call(int r, const json& body) {
     RankState& s = ranks_[r];
-    require(s.phase == "timing" && s.step == body.at("step").get<int>(), "a call frame outside the timing phase");
+    require(s.phase.kind == Phase::Kind::timing && s.step == body.at("step").get<int>(),
+            "a call frame outside the timing phase");
     StepResult& sr = step_of(body);
     const StepPlan& plan = cfg_.plans[r].steps[s.step];
     CallCommit c = validate_call(body, plan, s.next_call);
@@ -375,7 +389,7 @@ class JobRunner {
       try {
         answer(sent);
       } catch (const Error& e) {
-        note({Cause::crash, Status::crash, sent.rank, ranks_[sent.rank].phase,
+        note({Cause::crash, Status::crash, sent.rank, ranks_[sent.rank].phase.name(),
               std::string("could not answer a timed call: ") + e.what(), Clock::now()});
       }
     }
@@ -407,8 +421,8 @@ class JobRunner {
     int t = m.body.at("trial").get<int>();
     if (t < 0 || t >= static_cast<int>(sr.trials.size())) violation("trial index out of range");
     const RankState& s = ranks_[r];
-    require(s.phase == "trial " + std::to_string(t) && s.step == m.body.at("step").get<int>(),
-            "the results of trial " + std::to_string(t) + " arrived during " + s.phase);
+    require(s.phase == Phase{Phase::Kind::trial, t} && s.step == m.body.at("step").get<int>(),
+            "the results of trial " + std::to_string(t) + " arrived during " + s.phase.name());
     require(!sr.trials[t][r].meta.is_object(), "trial " + std::to_string(t) + " reported twice");
     validate_trial_meta(m.body, plan, cfg_.plans[r].send_inputs);
     RankTrial rt;
@@ -431,7 +445,7 @@ class JobRunner {
 
   void report_progress() {
     // Ranks move through phases together; rank 0's phase stands for the job's.
-    std::string key = std::to_string(ranks_[0].step) + ":" + ranks_[0].phase;
+    std::string key = std::to_string(ranks_[0].step) + ":" + ranks_[0].phase.name();
     if (!cfg_.on_phase || key == last_phase_) return;
     last_phase_ = key;
     cfg_.on_phase(ranks_[0].step, ranks_[0].phase);
@@ -474,7 +488,7 @@ class JobRunner {
         // then the job is killed.
         ranks_[r].eof = true;
         ranks_[r].errored = true;
-        note({Cause::protocol, Status::protocol_error, r, ranks_[r].phase,
+        note({Cause::protocol, Status::protocol_error, r, ranks_[r].phase.name(),
               std::string("rank ") + std::to_string(r) + " broke the control protocol (" + e.what() + ")", Clock::now()});
       }
     }
@@ -489,9 +503,9 @@ class JobRunner {
         if (!ranks_[i].done && ranks_[i].phase_index < ranks_[r].phase_index) r = i;
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.1f", std::chrono::duration<double>(job_limit_).count());
-      note({Cause::timeout, Status::timeout, r, ranks_[r].phase,
+      note({Cause::timeout, Status::timeout, r, ranks_[r].phase.name(),
             "the job ran past its deadline of " + std::string(buf) + " s (every phase at its limit); rank " + std::to_string(r) +
-                " was in " + ranks_[r].phase,
+                " was in " + ranks_[r].phase.name(),
             now});
     }
     for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) {
@@ -504,8 +518,8 @@ class JobRunner {
       bool drained = s.eof || now - s.exit_seen > std::chrono::milliseconds(200);
       if (!job_->exits_per_rank() && s.eof && !s.done && !s.errored && !s.counted_exit) {
         s.counted_exit = true;  // a launcher hides the rank's process: its channel closing is the evidence
-        note({Cause::crash, Status::crash, r, s.phase,
-              "rank " + std::to_string(r) + " disconnected during " + s.phase +
+        note({Cause::crash, Status::crash, r, s.phase.name(),
+              "rank " + std::to_string(r) + " disconnected during " + s.phase.name() +
                   " without a report (the launcher's log has its exit)",
               now});
       }
@@ -513,15 +527,15 @@ class JobRunner {
         s.counted_exit = true;
         std::string how =
             s.exit->exited ? "exited with code " + std::to_string(s.exit->code) : "was killed by " + s.exit->describe();
-        note({Cause::crash, Status::crash, r, s.phase, "rank " + std::to_string(r) + " " + how + " during " + s.phase, now});
+        note({Cause::crash, Status::crash, r, s.phase.name(), "rank " + std::to_string(r) + " " + how + " during " + s.phase.name(), now});
       }
       if (!s.done && !s.errored && !s.exit && now - s.phase_start > limit_for(s.phase, cfg_.deadlines) && !s.timed_out) {
         s.timed_out = true;
         auto secs = std::chrono::duration_cast<std::chrono::milliseconds>(limit_for(s.phase, cfg_.deadlines)).count() / 1000.0;
         char buf[64];
         std::snprintf(buf, sizeof buf, "%.1f", secs);
-        note({Cause::timeout, Status::timeout, r, s.phase,
-              "rank " + std::to_string(r) + " spent more than " + buf + " s in " + s.phase, now});
+        note({Cause::timeout, Status::timeout, r, s.phase.name(),
+              "rank " + std::to_string(r) + " spent more than " + buf + " s in " + s.phase.name(), now});
       }
     }
   }

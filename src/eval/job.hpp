@@ -10,6 +10,7 @@
 #include "core/status.hpp"
 #include "eval/gate.hpp"
 #include "launch/launcher.hpp"
+#include "proto/phase.hpp"
 #include "proto/plan.hpp"
 
 namespace pkb {
@@ -85,7 +86,7 @@ struct JobConfig {
   CallGate* gate = nullptr;
   int gate_side = 0;
   /// Called on every phase change of rank 0 (for progress display).
-  std::function<void(int step, const std::string& phase)> on_phase;
+  std::function<void(int step, const Phase& phase)> on_phase;
 };
 
 /// Runs the job to completion or failure; never throws for anything the workers do, never leaves

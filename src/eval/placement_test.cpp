@@ -44,5 +44,14 @@ TEST(Placement, MoreRanksThanGpusWithoutTheFlagIsRefusedAndNamesIt) {
   EXPECT_THROW(place_ranks(2, 0, true), Error);
 }
 
+TEST(Placement, WorldIsTheFlagElseTheVisibleGpusElseTheSmallestWorldWhenOversubscribing) {
+  EXPECT_EQ(world_for_run(4, 1, 2, false), 4);  // given: as given (place_ranks judges it)
+  EXPECT_EQ(world_for_run(0, 8, 2, false), 8);
+  EXPECT_EQ(world_for_run(0, 1, 2, false), 1);  // refused later, with the problem's range in the message
+  EXPECT_EQ(world_for_run(0, 1, 2, true), 2);
+  EXPECT_EQ(world_for_run(0, 2, 4, true), 4);
+  EXPECT_EQ(world_for_run(0, 8, 4, true), 8);
+}
+
 }  // namespace
 }  // namespace pkb

@@ -52,6 +52,12 @@ TEST_F(EvalCli, UnsupportedDtypeAndWorldSizeAreNamed) {
                   "unknown dtype 'fp99' (bf16, fp16, fp32, fp64, int8, uint8, int32, int64, bool, fp8_e4m3)");
 }
 
+TEST_F(EvalCli, UnknownLauncherIsNamedFromTheFlagAndFromTheEnvironment) {
+  expect_rejected({"run", "1", "--launcher", "slurm"}, "--launcher: must be local or mpi, not 'slurm'");
+  expect_rejected({"eval", "1", "--solution", "reference"}, "--launcher: must be local or mpi, not 'slurm'",
+                  {{"PKB_LAUNCHER", "slurm"}});
+}
+
 TEST_F(EvalCli, ArgumentErrorsExitTwoWithCli11sMessage) {
   expect_rejected({}, "A subcommand is required");
   expect_rejected({"run"}, "problem is required");
