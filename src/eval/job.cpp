@@ -328,8 +328,7 @@ class JobRunner {
   /// before this call had run and been reported).
   void on_call(int r, const json& body) {
     RankState& s = ranks_[r];
-    require(s.phase.kind == Phase::Kind::timing && s.step == body.at("step").get<int>(),
-            "a call frame outside the timing phase");
+    require(s.phase.kind == Phase::Kind::timing && s.step == body.at("step").get<int>(), "a call frame outside the timing phase");
     StepResult& sr = step_of(body);
     const StepPlan& plan = cfg_.plans[r].steps[s.step];
     CallCommit c = validate_call(body, plan, s.next_call);
@@ -527,7 +526,8 @@ class JobRunner {
         s.counted_exit = true;
         std::string how =
             s.exit->exited ? "exited with code " + std::to_string(s.exit->code) : "was killed by " + s.exit->describe();
-        note({Cause::crash, Status::crash, r, s.phase.name(), "rank " + std::to_string(r) + " " + how + " during " + s.phase.name(), now});
+        note({Cause::crash, Status::crash, r, s.phase.name(),
+              "rank " + std::to_string(r) + " " + how + " during " + s.phase.name(), now});
       }
       if (!s.done && !s.errored && !s.exit && now - s.phase_start > limit_for(s.phase, cfg_.deadlines) && !s.timed_out) {
         s.timed_out = true;
