@@ -70,7 +70,8 @@ class Launcher {
 };
 
 /// fork/exec on this host: all ranks in one new process group, control channels over socketpairs
-/// (no TCP ports), NCCL_NVLS_ENABLE=0 forced in every worker's environment.
+/// (pkb opens no TCP port; NCCL's own bootstrap still listens on one per rank), NCCL_NVLS_ENABLE=0
+/// forced in every worker's environment.
 class LocalLauncher : public Launcher {
  public:
   std::unique_ptr<Job> launch(const LaunchRequest& req) override;
