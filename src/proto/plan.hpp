@@ -71,7 +71,7 @@ struct StepPlan {
 };
 
 struct WorkerPlan {
-  std::string role;  // "baseline" or "candidate" (logs only)
+  std::string role;  // the side's label in the worker's logs ("baseline", "candidate", or the run's own label): free text
   std::string problem;
   int world = 0, rank = 0, device = 0;
   /// More ranks than GPUs: the worker takes GPU device % visible and is its own emulated node.
