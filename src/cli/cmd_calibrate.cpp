@@ -49,6 +49,7 @@ Command calibrate_command() {
             };
             auto o = std::make_shared<Opts>();
             sub.add_option("--gpus,-g", o->gpus, "GPUs to measure (default: all visible)")
+                ->default_str("")  // 0 stands for "all visible"; --help says so in words
                 ->check(at_least(1, kGpusHint))
                 ->envname("PKB_GPUS");
             sub.add_flag("--quick", o->quick, "Smaller transfers and GEMMs (less precise, a few seconds)");

@@ -39,6 +39,7 @@ void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
                          : "Solution .cu file (default: the problem's baseline, reference.cu)")
       ->envname("PKB_SOLUTION");
   sub.add_option("--gpus,-g", f.opts.gpus, "World size W: GPUs to use (default: all visible)")
+      ->default_str("")  // 0 stands for "all visible"; --help says so in words
       ->check(at_least(1, kGpusHint))
       ->envname("PKB_GPUS");
   declare_oversubscribe(sub, f.opts.oversubscribe);
@@ -46,7 +47,7 @@ void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
   sub.add_option("--size,-s", f.opts.size, "Named size class from the spec (`pkb show` lists them)")->envname("PKB_SIZE");
   sub.add_option("-M", f.m, "Override the size variable M")->check(at_least(1));
   sub.add_option("-N", f.n, "Override the size variable N")->check(at_least(1));
-  sub.add_option("--set", f.sets, "Override any size variable: --set K=4096 (repeatable)");
+  sub.add_option("--set", f.sets, "Override any size variable: --set K=4096 (repeatable)")->default_str("");
   sub.add_option("--trials", f.opts.trials, "Correctness trials, each with fresh inputs")
       ->check(at_least(1))
       ->envname("PKB_TRIALS");
@@ -96,6 +97,7 @@ void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
             return "";
           },
           "local|mpi"))
+      ->default_str("local")
       ->envname("PKB_LAUNCHER");
   sub.add_option("--mpirun", f.mpirun, "With --launcher mpi: the launcher command and its flags, e.g. \"mpirun --hostfile h\"")
       ->envname("PKB_MPIRUN");

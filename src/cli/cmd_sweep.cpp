@@ -29,9 +29,11 @@ Command sweep_command() {
             sub.add_option("-f,--factor", o->s.factor, "Multiply the size by this each step");
             sub.add_option("--var", o->s.var, "The size variable to scale (default M)");
             sub.add_option("--classes", o->s.classes, "Sweep these named size classes instead of a byte range ('all': every one)")
+                ->default_str("")
                 ->delimiter(',');
             sub.add_flag("--graph", o->s.graph, "Also time CUDA-graph replays of the calls (pure device time)");
             sub.add_option("--gpus,-g", o->s.eval.gpus, "World size W (default: all visible)")
+                ->default_str("")  // 0 stands for "all visible"; --help says so in words
                 ->check(at_least(1, kGpusHint))
                 ->envname("PKB_GPUS");
             declare_oversubscribe(sub, o->s.eval.oversubscribe);

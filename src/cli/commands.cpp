@@ -223,6 +223,7 @@ Command show_command() {
             auto o = std::make_shared<Opts>();
             sub.add_option("problem", o->problem, "Problem id, stem (1_allreduce) or name")->required();
             sub.add_option("--gpus,-g", o->gpus, "World size W (default: visible GPUs, else 4)")
+                ->default_str("")  // 0 stands for "all visible"; --help says so in words
                 ->check(at_least(1, kGpusHint))
                 ->envname("PKB_GPUS");
             sub.add_option("--dtype", o->dtype, "Benchmark dtype D")->envname("PKB_DTYPE");

@@ -12,6 +12,7 @@ namespace pkb::cli {
 
 void declare_prompt_flags(CLI::App& sub, PromptFlags& f) {
   sub.add_option("--gpus,-g", f.gpus, "World size W the solution is written for (default: visible GPUs, else 4)")
+      ->default_str("")  // 0 stands for "all visible"; --help says so in words
       ->check(at_least(1, kGpusHint))
       ->envname("PKB_GPUS");
   sub.add_option("--size,-s", f.size, "Size class (default: the spec's)")->envname("PKB_SIZE");

@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
       "its own CUDA. pkb checks every rank's outputs on fresh secret inputs and times both on all ranks.",
       "pkb"};
   app.require_subcommand(1);
+  app.option_defaults()->always_capture_default();  // --help shows each option's default value
   app.set_version_flag("--version", fmt::format("pkb {} (record schema {})", kHarnessVersion, kSchemaVersion),
                        "Print pkb's version and exit (`pkb version` also names CUDA, NCCL and the GPUs)");
   app.footer(

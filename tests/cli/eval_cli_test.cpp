@@ -72,6 +72,22 @@ TEST_F(EvalCli, ArgumentErrorsExitTwoWithCli11sMessage) {
   EXPECT_NE(help.out.find("Exit codes"), std::string::npos) << help.out;
 }
 
+TEST_F(EvalCli, HelpShowsEachOptionsDefaultUnlessItsWordsDo) {
+  auto help = testing::run_pkb({"eval", "--help"}, dir);
+  EXPECT_EQ(help.rc, 0) << help.err;
+  // CLI11 before 2.2 writes a default as "INT=5", later ones as "INT [5]".
+  auto shows = [&](const std::string& opt, const std::string& def) {
+    return help.out.find(opt + "=" + def) != std::string::npos || help.out.find(opt + " [" + def + "]") != std::string::npos;
+  };
+  EXPECT_TRUE(shows("--trials INT", "5")) << help.out;
+  EXPECT_TRUE(shows("--iters INT", "100")) << help.out;
+  EXPECT_TRUE(shows("--timeout FLOAT", "60")) << help.out;
+  EXPECT_TRUE(shows("--launcher ENUM:local|mpi", "local")) << help.out;
+  // --gpus 0 would read as "zero GPUs": its default is said in words ("all visible").
+  EXPECT_FALSE(shows("--gpus INT", "0")) << help.out;
+  EXPECT_EQ(help.out.find("[]"), std::string::npos) << help.out;
+}
+
 TEST_F(EvalCli, CountsAndTolerancesAreCheckedWhileParsing) {
   std::string gpus = "--gpus: must be at least 1 (leave --gpus out to use every visible GPU), not ";
   expect_rejected({"run", "1", "--gpus", "0"}, gpus + "0");
