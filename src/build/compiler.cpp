@@ -128,7 +128,7 @@ std::vector<std::string> nvcc_argv(const std::filesystem::path& nvcc, const Comp
   // -cudart shared: one CUDA runtime in the worker process, shared by harness and solution (a static
   // copy in the solution would keep its own error state and could shadow the harness's symbols).
   std::vector<std::string> a{nvcc.string(), "-O3",
-                             "-std=c++17",  "-arch=" + opts.arch,
+                             "-std=c++20",  "-arch=" + opts.arch,
                              "-shared",     "-Xcompiler",
                              "-fPIC",       "-cudart",
                              "shared",      "-I" + (pkb_home() / "include").string()};
@@ -191,9 +191,10 @@ CompileResult compile_solution(const std::filesystem::path& source, const Compil
   std::vector<std::string> libs = solution_libraries(src);
   bool needs_cudnn = std::find(libs.begin(), libs.end(), "cudnn") != libs.end();
 
-  // Everything that changes the binary goes into the key.
+  // Everything that changes the binary goes into the key; the version stands for nvcc_argv's fixed
+  // flags (v4: -std=c++20).
   Sha256 h;
-  h.update("pkb-build-v3\n").update(src).update("\n--\n").update(nvcc_version(nvcc)).update(opts.arch);
+  h.update("pkb-build-v4\n").update(src).update("\n--\n").update(nvcc_version(nvcc)).update(opts.arch);
   for (auto& l : libs) h.update("-l" + l + "\n");
   for (auto& f : opts.extra_flags) h.update(f).update("\n");
   h.update(read_file(pkb_home() / "include" / "pkb" / "solution.h"));
