@@ -69,6 +69,7 @@ Prepared prepare(const EvalOptions& opts, const std::vector<std::string>& size_c
   p.solution_path = p.solution_is_reference ? p.spec.reference_path() : std::filesystem::path(opts.solution);
   auto dtype = parse_dtype(opts.dtype);
   if (!opts.size.empty()) p.spec.require_size(opts.size);
+  p.spec.require_overrides({opts.size, opts.size_overrides});
   p.spec.require_dtype(*dtype);
   if (opts.gpus > 0) p.spec.require_world(opts.gpus);
   for (auto& name : size_classes)

@@ -573,6 +573,20 @@ void Spec::require_dtype(DType d) const {
   fail(Errc::invalid_argument, stem + " does not support dtype " + std::string(to_string(d)) + " (supported: " + list + ")");
 }
 
+void Spec::require_overrides(const SizeChoice& size) const {
+  const SizeClass& sc = require_size(size.name.empty() ? default_size : size.name);
+  for (auto& [k, x] : size.overrides) {
+    if (k == "W") fail(Errc::invalid_argument, "W is the number of ranks: set it with --gpus, not as a size variable");
+    bool known = std::any_of(sc.values.begin(), sc.values.end(), [&](auto& kv) { return kv.first == k; });
+    if (!known) {
+      std::string list;
+      for (auto& kv : sc.values) list += (list.empty() ? "" : ", ") + kv.first;
+      fail(Errc::invalid_argument, stem + " has no size variable '" + k + "' (its size variables: " + list + ")");
+    }
+    if (x <= 0) fail(Errc::invalid_argument, k + " must be positive, not " + std::to_string(x));
+  }
+}
+
 const SizeClass& Spec::require_size(std::string_view n) const {
   if (const SizeClass* sc = find_size(n)) return *sc;
   std::string list;
@@ -970,11 +984,8 @@ Instance resolve(const Spec& spec, int world, const SizeChoice& size, DType dtyp
   v["W"] = world;
   v["e"] = static_cast<double>(dtype_size(dtype));
   for (auto& [k, x] : sc->values) v[k] = static_cast<double>(x);
-  for (auto& [k, x] : size.overrides) {
-    if (!v.count(k)) fail(Errc::invalid_argument, spec.stem + " has no size variable '" + k + "'");
-    if (x <= 0) fail(Errc::invalid_argument, k + " must be positive, not " + std::to_string(x));
-    v[k] = static_cast<double>(x);
-  }
+  spec.require_overrides(size);
+  for (auto& [k, x] : size.overrides) v[k] = static_cast<double>(x);
   if (!size.overrides.empty()) inst.size_name += "(custom)";
   // Derived parameters may refer to each other in any order: evaluate until nothing changes.
   for (auto& [k, x] : spec.float_params) {

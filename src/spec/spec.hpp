@@ -126,6 +126,8 @@ struct RooflineSpec {
   Expr busbw_factor;  // busbw = algbw * factor
 };
 
+struct SizeChoice;
+
 struct Spec {
   std::filesystem::path dir;
   std::string stem;  // folder name, e.g. "1_allreduce"
@@ -159,6 +161,10 @@ struct Spec {
   /// Error(invalid_argument) with the allowed range / list unless `world` / `d` is supported.
   void require_world(int world) const;
   void require_dtype(DType d) const;
+  /// Error(invalid_argument) unless every override names a variable of the chosen size class (W is
+  /// the world, set by --gpus) with a positive value. resolve() checks this too; a caller checks it
+  /// early to refuse bad input before looking for GPUs.
+  void require_overrides(const SizeChoice& size) const;
   /// The problem-level tolerance for benchmark dtype `d`: [tolerance.<d>], each key falling back to
   /// [tolerance], then to 1e-2.
   Tolerance tolerance_for(DType d) const;

@@ -114,7 +114,12 @@ TEST_F(SpecTest, RejectsBadInstancesWithOneClearLine) {
   EXPECT_NE(msg(9, {"small", {}}, DType::bf16).find("2 to 8 GPUs"), std::string::npos);
   EXPECT_NE(msg(2, {"small", {}}, DType::fp16).find("does not support dtype fp16"), std::string::npos);
   EXPECT_NE(msg(2, {"huge", {}}, DType::bf16).find("no size class 'huge'"), std::string::npos);
-  EXPECT_NE(msg(2, {"small", {{"Q", 3}}}, DType::bf16).find("no size variable 'Q'"), std::string::npos);
+  EXPECT_NE(msg(2, {"small", {{"Q", 3}}}, DType::bf16).find("no size variable 'Q' (its size variables: M, N)"),
+            std::string::npos);
+  EXPECT_NE(msg(2, {"small", {{"W", 4}}}, DType::bf16).find("set it with --gpus"), std::string::npos);
+  EXPECT_NE(msg(2, {"small", {{"M", -8}}}, DType::bf16).find("M must be positive, not -8"), std::string::npos);
+  EXPECT_THROW(s.require_overrides({"", {{"e", 1}}}), Error);  // the element size is derived, not a size variable
+  EXPECT_NO_THROW(s.require_overrides({"", {{"M", 64}}}));
 }
 
 TEST_F(SpecTest, MalformedSpecsNameFileKeyAndReason) {

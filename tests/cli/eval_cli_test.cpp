@@ -39,6 +39,14 @@ TEST_F(EvalCli, UnknownSizeClassIsNamedWithTheChoices) {
   expect_rejected({"eval", "12", "--solution", "reference", "--size", "huge"}, "no size class 'huge'");
 }
 
+TEST_F(EvalCli, UnknownSizeVariableIsNamedWithTheChoicesBeforeTheGpus) {
+  expect_rejected({"run", "1", "--set", "Q=3"}, "1_allreduce has no size variable 'Q' (its size variables: M, N)");
+  expect_rejected({"eval", "12", "--solution", "reference", "--size", "tiny", "--set", "Q=3"},
+                  "12_allgather_gemm has no size variable 'Q'");
+  expect_rejected({"run", "12", "--set", "W=4"}, "W is the number of ranks: set it with --gpus");
+  expect_rejected({"run", "12", "--set", "K=0"}, "K must be positive, not 0");
+}
+
 TEST_F(EvalCli, SweepChecksEveryClassItIsGiven) {
   expect_rejected({"sweep", "16", "--solution", "reference", "--classes", "tiny", "--classes", "medium"},
                   "16_gemm_reducescatter has no size class 'medium'");
