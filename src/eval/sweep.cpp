@@ -32,7 +32,7 @@ std::unique_ptr<Instance> instance_for(const Prepared& p, const SweepOptions& o,
   if (!p.spec.roofline)
     throw Error(Errc::invalid_argument, p.spec.stem + " has no [roofline] algbw_bytes: it cannot be swept by bytes");
   const Instance& base = p.inst;
-  if (!base.vars.count(o.var)) throw Error(Errc::invalid_argument, p.spec.stem + " has no size variable '" + o.var + "'");
+  p.spec.require_overrides({o.eval.size, {{o.var, 1}}});  // a variable of the size class: not W, not a derived parameter
   auto bytes_at = [&](double v) {
     Vars vars = rank_vars(base, 0);
     vars[o.var] = v;
