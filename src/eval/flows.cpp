@@ -11,6 +11,7 @@
 #include "core/hash.hpp"
 #include "core/interrupt.hpp"
 #include "eval/internal.hpp"
+#include "proc/confine.hpp"
 #include "report/record_mac.hpp"
 #include "spec/oracle.hpp"
 #include "spec/registry.hpp"
@@ -246,6 +247,29 @@ void sandbox_job(JobConfig& cfg, const std::filesystem::path& dir) {
   }
 }
 
+/// The solution's processes confine themselves with Landlock (proc/confine.hpp) wherever the
+/// kernel has it: writes only to /dev and /proc, pkb's cache unreadable, no ptrace or signal out.
+Confinement runner_confinement() {
+  if (!sandbox_wanted() || confine::landlock_abi() < 1) return {};
+  return Confinement{true, {cache_dir().string()}, {"/dev", "/proc"}};
+}
+
+/// What the record says of the workers' isolation once the launcher's part (whom they ran as) and
+/// the runner's confinement are known.
+void note_confinement(JobResult& res, const Confinement& c) {
+  if (!c.enabled) {
+    if (sandbox_wanted() && !res.isolated) res.sandbox += "; this kernel has no Landlock to confine them";
+    return;
+  }
+  confine::Policy p;
+  for (auto& h : c.hidden) p.hidden.emplace_back(h);
+  for (auto& w : c.writable) p.writable.emplace_back(w);
+  std::string landlock = confine::describe(p, confine::landlock_abi());
+  res.sandbox = res.isolated ? res.sandbox + "; " + landlock
+                             : "the driver's user (uid " + std::to_string(geteuid()) + "), no_new_privs; " + landlock;
+  res.isolated = true;
+}
+
 }  // namespace
 
 JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<WorkerPlan> plans, const std::string& label,
@@ -260,6 +284,8 @@ JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<Worke
   Launcher& launcher = *chosen;
   JobConfig cfg;
   cfg.plans = std::move(plans);
+  const Confinement confinement = runner_confinement();
+  for (auto& w : cfg.plans) w.confine = confinement;
   cfg.launch.world = p.inst.world;
   cfg.launch.worker_argv = {opts.worker_exe};
   char tmpl[] = "/tmp/pkb-job-XXXXXX";
@@ -292,6 +318,7 @@ JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<Worke
   }
   std::error_code ec;
   std::filesystem::remove_all(cfg.launch.log_dir, ec);
+  note_confinement(res, confinement);
   return res;
 }
 

@@ -143,6 +143,19 @@ TEST(Plan, TheRunnersPlanHoldsNoSeedAndNoCheckSettings) {
   EXPECT_TRUE(q.steps[0].inputs[0].writable);  // inputs modified in place stay writable there
 }
 
+TEST(Plan, TheConfinementReachesTheRunnerAndIsOffWhenAbsent) {
+  WorkerPlan p;
+  p.nccl_id_hex = std::string(256, 'a');
+  p.confine = {true, {"/root/.cache/pkb"}, {"/dev", "/proc"}};
+  WorkerPlan r = nlohmann::json(seal_for_runner(seal_for_worker(p))).get<WorkerPlan>();
+  EXPECT_TRUE(r.confine.enabled);
+  EXPECT_EQ(r.confine.hidden, (std::vector<std::string>{"/root/.cache/pkb"}));
+  EXPECT_EQ(r.confine.writable, (std::vector<std::string>{"/dev", "/proc"}));
+  p.confine = {};
+  EXPECT_FALSE(nlohmann::json(p).contains("confine"));
+  EXPECT_FALSE(nlohmann::json(p).get<WorkerPlan>().confine.enabled);
+}
+
 TEST(Plan, JsonRoundTrip) {
   WorkerPlan p;
   p.role = "candidate";

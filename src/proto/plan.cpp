@@ -119,6 +119,7 @@ void to_json(json& j, const WorkerPlan& p) {
            {"link_gbps", p.link_gbps},
            {"hbm_gbps", p.hbm_gbps},
            {"steps", p.steps}};
+  if (p.confine.enabled) j["confine"] = {{"hidden", p.confine.hidden}, {"writable", p.confine.writable}};
 }
 
 void from_json(const json& j, WorkerPlan& p) {
@@ -140,6 +141,11 @@ void from_json(const json& j, WorkerPlan& p) {
   p.link_gbps = j.value("link_gbps", 0.0);
   p.hbm_gbps = j.value("hbm_gbps", 0.0);
   p.steps = j.at("steps").get<std::vector<StepPlan>>();
+  if (j.contains("confine")) {
+    p.confine.enabled = true;
+    p.confine.hidden = j.at("confine").at("hidden").get<std::vector<std::string>>();
+    p.confine.writable = j.at("confine").at("writable").get<std::vector<std::string>>();
+  }
 }
 
 uint64_t poison_bits(uint64_t seed, uint64_t call) { return rng::mix64(rng::tensor_key(seed, kPoisonStream, call, 0)); }

@@ -70,6 +70,15 @@ struct StepPlan {
   TimingPlan timing;
 };
 
+/// What the runner (the solution's process) confines itself to before it touches the GPU
+/// (proc/confine.hpp): nothing where `enabled` is false (PKB_SANDBOX=off, or a kernel without
+/// Landlock). The solution's shared object stays readable even below a hidden path.
+struct Confinement {
+  bool enabled = false;
+  std::vector<std::string> hidden;  // unreadable: pkb's cache (the record key, other builds)
+  std::vector<std::string> writable;  // the only trees it may write: /dev (GPUs, NCCL's /dev/shm) and /proc
+};
+
 struct WorkerPlan {
   std::string role;  // the side's label in the worker's logs ("baseline", "candidate", or the run's own label): free text
   std::string problem;
@@ -82,6 +91,7 @@ struct WorkerPlan {
   std::vector<GroupDesc> groups;
   bool send_inputs = false;  // also return each trial's inputs (for --dump and oracles)
   double link_gbps = 0, hbm_gbps = 0;  // calibration, passed to the solution's topology
+  Confinement confine;
   std::vector<StepPlan> steps;
 };
 

@@ -15,12 +15,15 @@
 
 #include "core/cuda_check.hpp"
 #include "core/hex.hpp"
+#include "proc/confine.hpp"
 #include "proto/channel.hpp"
 #include "proto/plan.hpp"
 #include "worker/resources.hpp"
 #include "worker/runtime.hpp"
 #include "worker/session.hpp"
 #include "worker/shared_memory.hpp"
+
+extern char** environ;
 
 namespace pkb::worker {
 
@@ -64,15 +67,16 @@ class Runner {
  public:
   Runner(int fd, int device) : fd_(fd), device_(device) {}
 
-  void serve() {
+  /// The checker's first operation, "plan", already read (run_runner confined the process by it).
+  void serve(const json& plan_op, const std::string& confinement) {
+    start(plan_op, confinement);
     while (true) {
       auto m = recv_message(fd_);
       if (!m) return;  // the checker is gone
       if (m->kind != MsgKind::op) throw WorkerFailure(Status::harness_error, "runner: expected an operation");
       const json& op = m->body;
       std::string what = op.at("op").get<std::string>();
-      if (what == "plan") start(op);
-      else if (what == "load") load();
+      if (what == "load") load();
       else if (what == "sets") sets(op);
       else if (what == "step") step(op);
       else if (what == "run") run(op);
@@ -98,7 +102,7 @@ class Runner {
     send_message(fd_, {MsgKind::reply, std::move(body), {}});
   }
 
-  void start(const json& op) {
+  void start(const json& op, const std::string& confinement) {
     plan_ = op.at("plan").get<WorkerPlan>();
     plan_.device = device_;
     try {
@@ -110,7 +114,7 @@ class Runner {
     CUDA_CHECK(cudaEventCreateWithFlags(&returned_, cudaEventInterprocess | cudaEventDisableTiming));
     cudaIpcEventHandle_t h;
     CUDA_CHECK(cudaIpcGetEventHandle(&h, returned_));
-    reply({{"event", to_hex(std::string_view(reinterpret_cast<const char*>(&h), sizeof h))}});
+    reply({{"event", to_hex(std::string_view(reinterpret_cast<const char*>(&h), sizeof h))}, {"confinement", confinement}});
   }
 
   void load() {
@@ -341,10 +345,39 @@ void report_failure(int fd, Status status, const std::string& message) {
   }
 }
 
+/// The runner's confinement (WorkerPlan::confine), applied while the process has one thread, before
+/// CUDA, NCCL or the solution start any: so it covers every thread and child. Returns what was
+/// applied ("" when the plan asks for none).
+std::string confine_runner(const WorkerPlan& plan) {
+  if (!plan.confine.enabled) return "";
+  confine::Policy policy;
+  for (auto& h : plan.confine.hidden) policy.hidden.emplace_back(h);
+  for (auto& w : plan.confine.writable) policy.writable.emplace_back(w);
+  policy.readable_files = {plan.so_path};
+  return confine::apply(policy);
+}
+
 }  // namespace
 
 int run_runner(int fd, int device) {
   signal(SIGPIPE, SIG_IGN);
+  json plan_op;
+  std::string confinement;
+  try {
+    auto m = recv_message(fd);
+    if (!m) return 0;  // the checker is gone
+    if (m->kind != MsgKind::op || m->body.value("op", std::string()) != "plan")
+      throw WorkerFailure(Status::harness_error, "runner: expected the plan first");
+    plan_op = std::move(m->body);
+    confinement = confine_runner(plan_op.at("plan").get<WorkerPlan>());
+  } catch (const WorkerFailure& f) {
+    report_failure(fd, f.status, f.what());
+    return 1;
+  } catch (const std::exception& e) {
+    report_failure(fd, Status::harness_error,
+                   std::string("cannot confine the solution's process (PKB_SANDBOX=off runs it unconfined): ") + e.what());
+    return 1;
+  }
   // Events and streams need the device first: Runner's members are created after it is current.
   if (cudaSetDevice(device) != cudaSuccess) {
     report_failure(fd, Status::harness_error, "worker setup failed: cannot use GPU " + std::to_string(device));
@@ -353,7 +386,7 @@ int run_runner(int fd, int device) {
   std::unique_ptr<Runner> r;
   try {
     r = std::make_unique<Runner>(fd, device);
-    r->serve();
+    r->serve(plan_op, confinement);
   } catch (const WorkerFailure& f) {
     report_failure(fd, f.status, f.what());
     std::fflush(nullptr);
@@ -380,11 +413,20 @@ RunnerLink::RunnerLink(const std::string& exe, int device, bool oversubscribed) 
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     fail(Errc::io_error, std::string("socketpair: ") + std::strerror(errno));
   std::string dev = std::to_string(device);
+  // The solution's process starts without credentials the driver's environment holds (an LLM
+  // provider's API key, say). Built before fork: the child may only exec.
+  std::vector<char*> env;
+  for (char** e = environ; *e; ++e) {
+    std::string_view kv(*e);
+    if (!confine::secret_env_name(kv.substr(0, kv.find('=')))) env.push_back(*e);
+  }
+  env.push_back(nullptr);
+  const char* argv[] = {"pkb-worker", "--runner-fd", "3", "--device", dev.c_str(), nullptr};
   pid_ = ::fork();
   if (pid_ < 0) fail(Errc::io_error, std::string("fork: ") + std::strerror(errno));
   if (pid_ == 0) {
     ::dup2(sv[1], 3);  // dup2 clears close-on-exec on fd 3; every other descriptor closes at exec
-    ::execl(exe.c_str(), "pkb-worker", "--runner-fd", "3", "--device", dev.c_str(), static_cast<char*>(nullptr));
+    ::execve(exe.c_str(), const_cast<char* const*>(argv), env.data());
     _exit(127);
   }
   ::close(sv[1]);
