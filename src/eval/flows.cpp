@@ -60,7 +60,8 @@ void check_eval_options(const EvalOptions& opts) {
   if (opts.timeout_s <= 0) fail(Errc::invalid_argument, "--timeout must be positive");
 }
 
-Prepared prepare(const EvalOptions& opts, const std::vector<std::string>& size_classes) {
+Prepared prepare(const EvalOptions& opts, const std::vector<std::string>& size_classes,
+                 const std::function<void(const Spec&)>& check) {
   Prepared p;
   auto all = discover_problems(problems_dir(opts.problems_dir));
   const ProblemEntry& entry = find_problem(all, opts.problem);
@@ -75,6 +76,7 @@ Prepared prepare(const EvalOptions& opts, const std::vector<std::string>& size_c
   if (opts.gpus > 0) p.spec.require_world(opts.gpus);
   for (auto& name : size_classes)
     if (name != "all") p.spec.require_size(name);
+  if (check) check(p.spec);
   p.sys = probe_system();
   if (p.sys.gpu_count == 0)
     fail(Errc::invalid_argument, "no GPU is visible (" + p.sys.error + "); pkb run/eval need 2 or more NVLink GPUs");

@@ -1,5 +1,6 @@
 // Pieces shared by the run and eval flows (not part of the public interface).
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,7 +31,9 @@ void check_eval_options(const EvalOptions& opts);
 /// Resolves the problem, sizes, dtype and GPU count; throws on bad input. Everything that can be
 /// checked without GPUs (problem, solution file, options, the size class and `size_classes`, a
 /// sweep's list where "all" stands for every class) is checked before the GPUs are probed.
-Prepared prepare(const EvalOptions& opts, const std::vector<std::string>& size_classes = {});
+/// `check` sees the loaded spec before any GPU is probed (bad input is refused without a GPU).
+Prepared prepare(const EvalOptions& opts, const std::vector<std::string>& size_classes = {},
+                 const std::function<void(const Spec&)>& check = {});
 
 /// Record fields common to every flow, for one instance.
 EvalRecord start_record(const EvalOptions& opts, const Prepared& p, const Instance& inst, const char* kind);

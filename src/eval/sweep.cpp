@@ -29,10 +29,7 @@ namespace {
 /// The instance whose algbw bytes come closest to `target` by scaling `var` (smallest valid value
 /// at or above the linear estimate).
 std::unique_ptr<Instance> instance_for(const Prepared& p, const SweepOptions& o, uint64_t target) {
-  if (!p.spec.roofline)
-    throw Error(Errc::invalid_argument, p.spec.stem + " has no [roofline] algbw_bytes: it cannot be swept by bytes");
   const Instance& base = p.inst;
-  p.spec.require_overrides({o.eval.size, {{o.var, 1}}});  // a variable of the size class: not W, not a derived parameter
   auto bytes_at = [&](double v) {
     Vars vars = rank_vars(base, 0);
     vars[o.var] = v;
@@ -120,7 +117,14 @@ std::vector<std::unique_ptr<Instance>> sweep_instances(const Prepared& p, const 
 
 std::vector<SweepRow> run_sweep(const SweepOptions& o) {
   auto t0 = Clock::now();
-  Prepared p = prepare(o.eval, o.classes);
+  // A sweep by bytes scales one variable of the size class (not W, not a derived parameter) of a
+  // spec that counts its bytes: refused before any GPU is probed.
+  Prepared p = prepare(o.eval, o.classes, [&](const Spec& spec) {
+    if (!o.classes.empty()) return;
+    if (!spec.roofline)
+      throw Error(Errc::invalid_argument, spec.stem + " has no [roofline] algbw_bytes: it cannot be swept by bytes");
+    spec.require_overrides({o.eval.size, {{o.var, 1}}});
+  });
   bool with_candidate = !p.solution_is_reference;
   std::vector<std::unique_ptr<Instance>> insts = sweep_instances(p, o);
   std::vector<SweepRow> rows;

@@ -50,6 +50,9 @@ TEST_F(EvalCli, UnknownSizeVariableIsNamedWithTheChoicesBeforeTheGpus) {
 TEST_F(EvalCli, SweepChecksEveryClassItIsGiven) {
   expect_rejected({"sweep", "16", "--solution", "reference", "--classes", "tiny", "--classes", "medium"},
                   "16_gemm_reducescatter has no size class 'medium'");
+  // A sweep by bytes: its --var must be a variable of the size class, checked before any GPU.
+  expect_rejected({"sweep", "1", "--solution", "reference", "--var", "Q"}, "1_allreduce has no size variable 'Q'");
+  expect_rejected({"sweep", "12", "--solution", "reference", "--var", "W"}, "W is the number of ranks");
 }
 
 TEST_F(EvalCli, UnsupportedDtypeAndWorldSizeAreNamed) {
