@@ -1,0 +1,154 @@
+// Profiles on recorded activity: the summary's figures and the Chrome trace's shape.
+#include "profile/profile.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "core/error.hpp"
+
+namespace pkb::profile {
+namespace {
+
+constexpr uint64_t kUs = 1000;
+
+/// Two ranks, three calls 100 us apart. Rank 0: each call 50 us, a GEMM for its first 30 us on
+/// stream 7 and NCCL's kernel from 20 to 50 us on stream 8 (10 us of it beside the GEMM), pkb's
+/// barrier before the call. Rank 1: each call 55 us, NCCL only, then a copy to a peer.
+SideProfile recorded() {
+  SideProfile s;
+  s.label = "candidate";
+  s.algbw_bytes = 1e6;
+  for (int r = 0; r < 2; ++r) {
+    RankProfile rp;
+    rp.rank = r;
+    for (uint64_t i = 0; i < 3; ++i) {
+      uint64_t t = 1'000'000'000 + i * 100 * kUs + (r ? 5 * kUs : 0);
+      if (r == 0) {
+        rp.calls.push_back({t, t + 50 * kUs});
+        rp.activity.push_back({Activity::Kind::kernel, "pkb::worker::barrier_delay_kernel(ncclDevComm, long long)", 3,
+                               t - 20 * kUs, t - 1 * kUs, 0});
+        rp.activity.push_back({Activity::Kind::kernel, "sm90_xmma_gemm_bf16", 7, t, t + 30 * kUs, 0});
+        rp.activity.push_back({Activity::Kind::kernel, "ncclDevKernel_AllGather_RING_LL", 8, t + 20 * kUs, t + 50 * kUs, 0});
+      } else {
+        rp.calls.push_back({t, t + 55 * kUs});
+        rp.activity.push_back({Activity::Kind::kernel, "ncclDevKernel_AllGather_RING_LL", 8, t, t + 40 * kUs, 0});
+        rp.activity.push_back({Activity::Kind::memcpy, "PtoP", 8, t + 40 * kUs, t + 55 * kUs, 1 << 20});
+      }
+    }
+    s.ranks.push_back(rp);
+  }
+  return s;
+}
+
+TEST(Profile, SummaryCountsSharesOverlapAndBandwidth) {
+  Summary s = summarize(recorded());
+  EXPECT_EQ(s.calls, 3);
+  EXPECT_DOUBLE_EQ(s.median_call_ms, 0.055);  // the slowest rank of each call
+  ASSERT_TRUE(s.link_gbps.has_value());
+  EXPECT_NEAR(*s.link_gbps, 1e6 / 0.055e6, 1e-9);
+  EXPECT_FALSE(s.hbm_gbps.has_value());
+  // During calls: rank 0 has 30 + 30 us, rank 1 40 + 15 us per call; the barrier lies outside.
+  ASSERT_EQ(s.kernels.size(), 3u);
+  EXPECT_EQ(s.kernels[0].name, "ncclDevKernel_AllGather_RING_LL");
+  EXPECT_EQ(s.kernels[0].count, 6);
+  EXPECT_NEAR(s.kernels[0].total_ms, 3 * 0.070, 1e-12);
+  EXPECT_NEAR(s.kernels[0].share, 70.0 / 115.0, 1e-12);
+  EXPECT_EQ(s.kernels[1].name, "sm90_xmma_gemm_bf16");
+  EXPECT_EQ(s.kernels[2].name, "memcpy PtoP");
+  double total = 0;
+  for (auto& k : s.kernels) total += k.share;
+  EXPECT_NEAR(total, 1.0, 1e-12);
+  ASSERT_EQ(s.ranks.size(), 2u);
+  EXPECT_NEAR(s.ranks[0].call_ms, 0.150, 1e-12);
+  EXPECT_NEAR(s.ranks[0].busy, 1.0, 1e-12);
+  EXPECT_NEAR(s.ranks[0].communication_ms, 0.090, 1e-12);
+  EXPECT_NEAR(s.ranks[0].overlap, 1.0 / 3.0, 1e-12);  // 10 of each call's 30 us of NCCL beside the GEMM
+  EXPECT_EQ(s.ranks[0].harness_ms, 0);
+  EXPECT_NEAR(s.ranks[1].communication_ms, 0.165, 1e-12);  // NCCL, then the peer copy: all communication
+  EXPECT_EQ(s.ranks[1].overlap, 0);
+  std::string text = summary_text(s, 2);
+  EXPECT_NE(text.find("candidate: 3 profiled calls, median 0.0550 ms"), std::string::npos) << text;
+  EXPECT_NE(text.find("18.2 GB/s algbw"), std::string::npos) << text;
+  EXPECT_NE(text.find("(1 more)"), std::string::npos) << text;  // bounded: 2 kernel lines and the rest
+  EXPECT_NE(text.find("rank 0: 100.0% | 0.0900 ms |  33.3% | 0.0000 ms"), std::string::npos) << text;
+  EXPECT_LT(text.size(), 1000u);
+}
+
+TEST(Profile, BarrierInsideACallIsCountedAsPkbs) {
+  SideProfile s = recorded();
+  auto& a = s.ranks[0].activity[0];  // move the first barrier into the first call
+  a.start_ns += 25 * kUs;
+  a.end_ns += 25 * kUs;
+  EXPECT_NEAR(summarize(s).ranks[0].harness_ms, 0.019, 1e-12);
+}
+
+/// The Chrome trace event format's rules that viewers rely on.
+void expect_valid_chrome_trace(const nlohmann::json& t) {
+  ASSERT_TRUE(t.is_object());
+  ASSERT_TRUE(t.at("traceEvents").is_array());
+  for (auto& e : t["traceEvents"]) {
+    ASSERT_TRUE(e.at("name").is_string()) << e;
+    std::string ph = e.at("ph").get<std::string>();
+    ASSERT_TRUE(ph == "X" || ph == "M") << e;
+    ASSERT_TRUE(e.at("pid").is_number_integer() && e.at("tid").is_number_integer()) << e;
+    if (ph == "X") {
+      ASSERT_TRUE(e.at("ts").is_number() && e.at("dur").is_number()) << e;
+      EXPECT_GE(e["dur"].get<double>(), 0) << e;
+    } else {
+      ASSERT_TRUE(e.at("args").is_object()) << e;
+    }
+  }
+}
+
+TEST(Profile, ChromeTraceHasEveryRankOfEverySideAsAProcessOnOneClockPerSide) {
+  SideProfile base = recorded();
+  base.label = "baseline";
+  SideProfile cand = recorded();
+  for (auto& r : cand.ranks) {  // profiled a second later: each side still starts at 0
+    for (auto& c : r.calls) c.start_ns += 1'000'000'000, c.end_ns += 1'000'000'000;
+    for (auto& a : r.activity) a.start_ns += 1'000'000'000, a.end_ns += 1'000'000'000;
+  }
+  nlohmann::json t = chrome_trace({base, cand});
+  expect_valid_chrome_trace(t);
+  std::set<std::string> processes;
+  double first_call[2] = {1e18, 1e18};
+  int streams = 0;
+  for (auto& e : t["traceEvents"]) {
+    if (e["name"] == "process_name") processes.insert(e["args"]["name"].get<std::string>());
+    if (e["name"] == "thread_name" && e["args"]["name"].get<std::string>().rfind("stream", 0) == 0) streams++;
+    if (e.value("cat", "") == "call") {
+      int side = e["pid"].get<int>() / 1000;
+      first_call[side] = std::min(first_call[side], e["ts"].get<double>());
+    }
+  }
+  EXPECT_EQ(processes, (std::set<std::string>{"baseline rank 0", "baseline rank 1", "candidate rank 0", "candidate rank 1"}));
+  EXPECT_EQ(first_call[0], 0);
+  EXPECT_EQ(first_call[1], 0);
+  EXPECT_EQ(streams, 2 * (3 + 1));  // rank 0: streams 3, 7, 8; rank 1: stream 8; per side
+  // The text is JSON a viewer can load: it parses back to the same events.
+  EXPECT_EQ(nlohmann::json::parse(t.dump()), t);
+}
+
+TEST(Profile, ActivityRoundTripsAndMalformedActivityIsNamed) {
+  SideProfile s = recorded();
+  SideProfile back = side_from_json(to_json(s));
+  EXPECT_EQ(to_json(back), to_json(s));
+  nlohmann::json bad = to_json(s);
+  bad["ranks"][0]["activity"][0]["kind"] = "graph";
+  try {
+    side_from_json(bad);
+    ADD_FAILURE() << "an unknown kind was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown activity kind 'graph'"), std::string::npos) << e.what();
+  }
+  bad = to_json(s);
+  bad["ranks"][1]["activity"][0]["end"] = 0;
+  EXPECT_THROW(side_from_json(bad), Error);
+  bad = to_json(s);
+  bad["ranks"][0].erase("calls");
+  EXPECT_THROW(side_from_json(bad), Error);
+}
+
+}  // namespace
+}  // namespace pkb::profile
