@@ -253,7 +253,8 @@ void sandbox_job(JobConfig& cfg, const std::filesystem::path& dir) {
 /// kernel has it: writes only to /dev and /proc, pkb's cache unreadable, no ptrace or signal out.
 Confinement runner_confinement() {
   if (!sandbox_wanted() || confine::landlock_abi() < 1) return {};
-  return Confinement{true, {cache_dir().string()}, {"/dev", "/proc"}};
+  // Absolute: the runner resolves paths from its own working directory (the workers' home when sandboxed).
+  return Confinement{true, {std::filesystem::absolute(cache_dir()).lexically_normal().string()}, {"/dev", "/proc"}};
 }
 
 /// What the record says of the workers' isolation once the launcher's part (whom they ran as) and
