@@ -249,6 +249,8 @@ void sandbox_job(JobConfig& cfg, const std::filesystem::path& dir) {
   }
 }
 
+}  // namespace
+
 /// The solution's processes confine themselves with Landlock (proc/confine.hpp) wherever the
 /// kernel has it: writes only to /dev and /proc, pkb's cache unreadable, no ptrace or signal out.
 Confinement runner_confinement() {
@@ -272,8 +274,6 @@ void note_confinement(JobResult& res, const Confinement& c) {
                              : "the driver's user (uid " + std::to_string(geteuid()) + "), no_new_privs; " + landlock;
   res.isolated = true;
 }
-
-}  // namespace
 
 JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<WorkerPlan> plans, const std::string& label,
                    CallGate* gate, int side) {

@@ -59,6 +59,13 @@ std::vector<WorkerPlan> make_plans(const Prepared& p, const std::vector<Step>& s
                                    const std::string& role, bool send_inputs);
 
 /// Runs one side's job; with a gate, as `side` of an interleaved pair (eval/gate.hpp).
+/// The confinement the runners apply (proc/confine.hpp): Landlock wherever the kernel has it and
+/// PKB_SANDBOX is not off.
+Confinement runner_confinement();
+/// The record's isolation once the runners' confinement is known: `sandbox` names it, and a
+/// confined job counts as isolated whoever its workers ran as.
+void note_confinement(JobResult& res, const Confinement& c);
+
 JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<WorkerPlan> plans, const std::string& label,
                    CallGate* gate = nullptr, int side = 0);
 
