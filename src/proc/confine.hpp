@@ -32,8 +32,7 @@ struct ReadRule {
   std::filesystem::path path;
   bool directory = false;
 };
-std::vector<ReadRule> readable_except(const std::vector<std::filesystem::path>& hidden,
-                                      const std::filesystem::path& root = "/");
+std::vector<ReadRule> readable_except(const std::vector<std::filesystem::path>& hidden, const std::filesystem::path& root = "/");
 
 /// Restricts the calling thread, and every thread and process it starts from now on, to `policy`
 /// (call it while the process has one thread, so that it covers the whole process). Also sets

@@ -112,7 +112,8 @@ SideProfile side_from_json(const json& j) {
         x.end_ns = a.at("end").get<uint64_t>();
         x.bytes = a.value("bytes", uint64_t{0});
         if (x.end_ns < x.start_ns)
-          throw Error(Errc::invalid_argument, "profile: rank " + std::to_string(rp.rank) + ": '" + x.name + "' ends before it starts");
+          throw Error(Errc::invalid_argument,
+                      "profile: rank " + std::to_string(rp.rank) + ": '" + x.name + "' ends before it starts");
         rp.activity.push_back(std::move(x));
       }
       for (auto& c : r.at("calls")) rp.calls.push_back({c.at("start").get<uint64_t>(), c.at("end").get<uint64_t>()});
@@ -197,7 +198,8 @@ Summary summarize(const SideProfile& side) {
 }
 
 std::string summary_text(const Summary& s, int max_kernels) {
-  std::string t = fmt::format("{}: {} profiled calls, median {:.4f} ms (slowest rank per call)", s.label, s.calls, s.median_call_ms);
+  std::string t =
+      fmt::format("{}: {} profiled calls, median {:.4f} ms (slowest rank per call)", s.label, s.calls, s.median_call_ms);
   if (s.link_gbps) t += fmt::format(", {:.1f} GB/s algbw", *s.link_gbps);
   if (s.hbm_gbps) t += fmt::format(", {:.1f} GB/s HBM", *s.hbm_gbps);
   t += "\n  GPU time by kernel (all ranks, during calls):\n";
@@ -233,24 +235,40 @@ json chrome_trace(const std::vector<SideProfile>& sides) {
     auto us = [t0](uint64_t ns) { return (static_cast<double>(ns) - static_cast<double>(t0)) / 1e3; };
     for (auto& r : side.ranks) {
       int pid = static_cast<int>(si) * 1000 + r.rank;
-      events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
+      events.push_back({{"name", "process_name"},
+                        {"ph", "M"},
+                        {"pid", pid},
+                        {"tid", 0},
                         {"args", {{"name", side.label + " rank " + std::to_string(r.rank)}}}});
       events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"args", {{"sort_index", pid}}}});
       events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", "calls (pkb_run)"}}}});
       std::map<uint32_t, bool> streams;
       for (size_t i = 0; i < r.calls.size(); ++i)
-        events.push_back({{"name", "call " + std::to_string(i)}, {"cat", "call"}, {"ph", "X"}, {"pid", pid}, {"tid", 0},
-                          {"ts", us(r.calls[i].start_ns)}, {"dur", static_cast<double>(r.calls[i].end_ns - r.calls[i].start_ns) / 1e3}});
+        events.push_back({{"name", "call " + std::to_string(i)},
+                          {"cat", "call"},
+                          {"ph", "X"},
+                          {"pid", pid},
+                          {"tid", 0},
+                          {"ts", us(r.calls[i].start_ns)},
+                          {"dur", static_cast<double>(r.calls[i].end_ns - r.calls[i].start_ns) / 1e3}});
       for (auto& a : r.activity) {
         int tid = static_cast<int>(a.stream) + 1;  // 0 is the calls' track
         if (!streams[a.stream]) {
           streams[a.stream] = true;
-          events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid},
+          events.push_back({{"name", "thread_name"},
+                            {"ph", "M"},
+                            {"pid", pid},
+                            {"tid", tid},
                             {"args", {{"name", "stream " + std::to_string(a.stream)}}}});
         }
         json ev{{"name", a.kind == Activity::Kind::kernel ? a.name : std::string(kind_name(a.kind)) + " " + a.name},
-                {"cat", is_communication(a) ? "communication" : is_harness(a) ? "pkb" : kind_name(a.kind)},
-                {"ph", "X"}, {"pid", pid}, {"tid", tid}, {"ts", us(a.start_ns)},
+                {"cat", is_communication(a) ? "communication"
+                        : is_harness(a)     ? "pkb"
+                                            : kind_name(a.kind)},
+                {"ph", "X"},
+                {"pid", pid},
+                {"tid", tid},
+                {"ts", us(a.start_ns)},
                 {"dur", static_cast<double>(a.end_ns - a.start_ns) / 1e3}};
         if (a.bytes) ev["args"] = {{"bytes", a.bytes}};
         events.push_back(std::move(ev));
