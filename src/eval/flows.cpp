@@ -266,10 +266,7 @@ void note_confinement(JobResult& res, const Confinement& c) {
     if (sandbox_wanted() && !res.isolated) res.sandbox += "; this kernel has no Landlock to confine them";
     return;
   }
-  confine::Policy p;
-  for (auto& h : c.hidden) p.hidden.emplace_back(h);
-  for (auto& w : c.writable) p.writable.emplace_back(w);
-  std::string landlock = confine::describe(p, confine::landlock_abi());
+  std::string landlock = confine::describe(confine::policy_of(c.hidden, c.writable), confine::landlock_abi());
   res.sandbox = res.isolated ? res.sandbox + "; " + landlock
                              : "the driver's user (uid " + std::to_string(geteuid()) + "), no_new_privs; " + landlock;
   res.isolated = true;

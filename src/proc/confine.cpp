@@ -139,6 +139,13 @@ std::vector<ReadRule> readable_except(const std::vector<fs::path>& hidden, const
   return out;
 }
 
+Policy policy_of(const std::vector<std::string>& hidden, const std::vector<std::string>& writable) {
+  Policy p;
+  p.hidden.assign(hidden.begin(), hidden.end());
+  p.writable.assign(writable.begin(), writable.end());
+  return p;
+}
+
 std::string describe(const Policy& policy, int abi) {
   return "landlock ABI " + std::to_string(abi) + ": writes only below " + join(policy.writable) +
          "; unreadable: " + join(existing_canonical(policy.hidden)) +

@@ -24,6 +24,9 @@ struct Policy {
   std::vector<std::filesystem::path> readable_files;
 };
 
+/// A policy from the plan's lists of paths (proto's Confinement), with no readable files.
+Policy policy_of(const std::vector<std::string>& hidden, const std::vector<std::string>& writable);
+
 /// The directories and files under `root` that, granted read access with everything below them,
 /// make every path readable except those under `hidden`: a path that is neither hidden nor above a
 /// hidden one is taken whole; one above a hidden path is opened up into its entries. Symbolic links

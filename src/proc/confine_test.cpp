@@ -56,6 +56,17 @@ TEST(Confine, ReadableExceptOpensUpOnlyTheDirectoriesAboveAHiddenOne) {
   EXPECT_TRUE(readable_except({t.root}, t.root).empty());
 }
 
+TEST(Confine, ThePlansListsBecomeThePolicyAndItsDescription) {
+  Policy p = policy_of({"/var/cache/pkb"}, {"/dev", "/proc"});
+  EXPECT_EQ(p.hidden, std::vector<std::filesystem::path>{"/var/cache/pkb"});
+  EXPECT_EQ(p.writable, (std::vector<std::filesystem::path>{"/dev", "/proc"}));
+  EXPECT_TRUE(p.readable_files.empty());
+  std::string d = describe(p, 7);
+  EXPECT_NE(d.find("landlock ABI 7"), std::string::npos) << d;
+  EXPECT_NE(d.find("/dev"), std::string::npos) << d;
+  EXPECT_NE(d.find("/proc"), std::string::npos) << d;
+}
+
 TEST(Confine, SecretEnvironmentNamesAreCredentialsOnly) {
   for (const char* n : {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "HF_TOKEN", "GITHUB_TOKEN",
                         "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "DB_PASSWORD", "my_apikey", "GOOGLE_CREDENTIALS"})

@@ -67,9 +67,9 @@ class Runner {
  public:
   Runner(int fd, int device) : fd_(fd), device_(device) {}
 
-  /// The checker's first operation, "plan", already read (run_runner confined the process by it).
-  void serve(const json& plan_op, const std::string& confinement) {
-    start(plan_op, confinement);
+  /// The plan, the checker's first operation, already read (run_runner confined the process by it).
+  void serve(WorkerPlan plan) {
+    start(std::move(plan));
     while (true) {
       auto m = recv_message(fd_);
       if (!m) return;  // the checker is gone
@@ -102,8 +102,8 @@ class Runner {
     send_message(fd_, {MsgKind::reply, std::move(body), {}});
   }
 
-  void start(const json& op, const std::string& confinement) {
-    plan_ = op.at("plan").get<WorkerPlan>();
+  void start(WorkerPlan plan) {
+    plan_ = std::move(plan);
     plan_.device = device_;
     try {
       rt_ = std::make_unique<Runtime>(plan_);
@@ -114,7 +114,7 @@ class Runner {
     CUDA_CHECK(cudaEventCreateWithFlags(&returned_, cudaEventInterprocess | cudaEventDisableTiming));
     cudaIpcEventHandle_t h;
     CUDA_CHECK(cudaIpcGetEventHandle(&h, returned_));
-    reply({{"event", to_hex(std::string_view(reinterpret_cast<const char*>(&h), sizeof h))}, {"confinement", confinement}});
+    reply({{"event", to_hex(std::string_view(reinterpret_cast<const char*>(&h), sizeof h))}});
   }
 
   void load() {
@@ -346,33 +346,34 @@ void report_failure(int fd, Status status, const std::string& message) {
 }
 
 /// The runner's confinement (WorkerPlan::confine), applied while the process has one thread, before
-/// CUDA, NCCL or the solution start any: so it covers every thread and child. Returns what was
-/// applied ("" when the plan asks for none).
-std::string confine_runner(const WorkerPlan& plan) {
-  if (!plan.confine.enabled) return "";
-  confine::Policy policy;
-  for (auto& h : plan.confine.hidden) policy.hidden.emplace_back(h);
-  for (auto& w : plan.confine.writable) policy.writable.emplace_back(w);
+/// CUDA, NCCL or the solution start any: so it covers every thread and child.
+void confine_runner(const WorkerPlan& plan) {
+  if (!plan.confine.enabled) return;
+  confine::Policy policy = confine::policy_of(plan.confine.hidden, plan.confine.writable);
   policy.readable_files = {plan.so_path};
-  return confine::apply(policy);
+  confine::apply(policy);
 }
 
 }  // namespace
 
 int run_runner(int fd, int device) {
   signal(SIGPIPE, SIG_IGN);
-  json plan_op;
-  std::string confinement;
+  WorkerPlan plan;
   try {
     auto m = recv_message(fd);
     if (!m) return 0;  // the checker is gone
     if (m->kind != MsgKind::op || m->body.value("op", std::string()) != "plan")
       throw WorkerFailure(Status::harness_error, "runner: expected the plan first");
-    plan_op = std::move(m->body);
-    confinement = confine_runner(plan_op.at("plan").get<WorkerPlan>());
+    plan = m->body.at("plan").get<WorkerPlan>();
   } catch (const WorkerFailure& f) {
     report_failure(fd, f.status, f.what());
     return 1;
+  } catch (const std::exception& e) {
+    report_failure(fd, Status::harness_error, std::string("runner: a malformed plan: ") + e.what());
+    return 1;
+  }
+  try {
+    confine_runner(plan);
   } catch (const std::exception& e) {
     report_failure(fd, Status::harness_error,
                    std::string("cannot confine the solution's process (PKB_SANDBOX=off runs it unconfined): ") + e.what());
@@ -386,7 +387,7 @@ int run_runner(int fd, int device) {
   std::unique_ptr<Runner> r;
   try {
     r = std::make_unique<Runner>(fd, device);
-    r->serve(plan_op, confinement);
+    r->serve(std::move(plan));
   } catch (const WorkerFailure& f) {
     report_failure(fd, f.status, f.what());
     std::fflush(nullptr);
