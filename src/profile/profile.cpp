@@ -94,49 +94,62 @@ bool is_harness(const Activity& a) {
          (a.name.find("barrier_delay_kernel") != std::string::npos || a.name.find("pkb::worker::") != std::string::npos);
 }
 
+RankProfile rank_from_json(const json& r) {
+  RankProfile rp;
+  try {
+    rp.rank = r.at("rank").get<int>();
+    for (auto& a : r.at("activity")) {
+      Activity x;
+      x.kind = parse_kind(a.at("kind").get<std::string>());
+      x.name = a.at("name").get<std::string>();
+      x.stream = a.value("stream", 0u);
+      x.start_ns = a.at("start").get<uint64_t>();
+      x.end_ns = a.at("end").get<uint64_t>();
+      x.bytes = a.value("bytes", uint64_t{0});
+      if (x.end_ns < x.start_ns)
+        throw Error(Errc::invalid_argument,
+                    "profile: rank " + std::to_string(rp.rank) + ": '" + x.name + "' ends before it starts");
+      rp.activity.push_back(std::move(x));
+    }
+    for (auto& c : r.at("calls")) {
+      Call call{c.at("start").get<uint64_t>(), c.at("end").get<uint64_t>()};
+      if (call.end_ns < call.start_ns)
+        throw Error(Errc::invalid_argument, "profile: rank " + std::to_string(rp.rank) + ": a call ends before it starts");
+      rp.calls.push_back(call);
+    }
+  } catch (const json::exception& e) {
+    throw Error(Errc::invalid_argument, std::string("profile: malformed activity: ") + e.what());
+  }
+  return rp;
+}
+
 SideProfile side_from_json(const json& j) {
   SideProfile s;
   try {
     s.label = j.at("label").get<std::string>();
     if (j.contains("algbw_bytes")) s.algbw_bytes = j["algbw_bytes"].get<double>();
     if (j.contains("hbm_bytes")) s.hbm_bytes = j["hbm_bytes"].get<double>();
-    for (auto& r : j.at("ranks")) {
-      RankProfile rp;
-      rp.rank = r.at("rank").get<int>();
-      for (auto& a : r.at("activity")) {
-        Activity x;
-        x.kind = parse_kind(a.at("kind").get<std::string>());
-        x.name = a.at("name").get<std::string>();
-        x.stream = a.value("stream", 0u);
-        x.start_ns = a.at("start").get<uint64_t>();
-        x.end_ns = a.at("end").get<uint64_t>();
-        x.bytes = a.value("bytes", uint64_t{0});
-        if (x.end_ns < x.start_ns)
-          throw Error(Errc::invalid_argument,
-                      "profile: rank " + std::to_string(rp.rank) + ": '" + x.name + "' ends before it starts");
-        rp.activity.push_back(std::move(x));
-      }
-      for (auto& c : r.at("calls")) rp.calls.push_back({c.at("start").get<uint64_t>(), c.at("end").get<uint64_t>()});
-      s.ranks.push_back(std::move(rp));
-    }
+    for (auto& r : j.at("ranks")) s.ranks.push_back(rank_from_json(r));
   } catch (const json::exception& e) {
     throw Error(Errc::invalid_argument, std::string("profile: malformed activity: ") + e.what());
   }
   return s;
 }
 
+json to_json(const RankProfile& r) {
+  json acts = json::array(), calls = json::array();
+  for (auto& a : r.activity) {
+    json x{{"kind", kind_name(a.kind)}, {"name", a.name}, {"stream", a.stream}, {"start", a.start_ns}, {"end", a.end_ns}};
+    if (a.bytes) x["bytes"] = a.bytes;
+    acts.push_back(std::move(x));
+  }
+  for (auto& c : r.calls) calls.push_back({{"start", c.start_ns}, {"end", c.end_ns}});
+  return {{"rank", r.rank}, {"activity", acts}, {"calls", calls}};
+}
+
 json to_json(const SideProfile& side) {
   json ranks = json::array();
-  for (auto& r : side.ranks) {
-    json acts = json::array(), calls = json::array();
-    for (auto& a : r.activity) {
-      json x{{"kind", kind_name(a.kind)}, {"name", a.name}, {"stream", a.stream}, {"start", a.start_ns}, {"end", a.end_ns}};
-      if (a.bytes) x["bytes"] = a.bytes;
-      acts.push_back(std::move(x));
-    }
-    for (auto& c : r.calls) calls.push_back({{"start", c.start_ns}, {"end", c.end_ns}});
-    ranks.push_back({{"rank", r.rank}, {"activity", acts}, {"calls", calls}});
-  }
+  for (auto& r : side.ranks) ranks.push_back(to_json(r));
   json j{{"label", side.label}, {"ranks", ranks}};
   if (side.algbw_bytes) j["algbw_bytes"] = *side.algbw_bytes;
   if (side.hbm_bytes) j["hbm_bytes"] = *side.hbm_bytes;
@@ -237,11 +250,14 @@ json chrome_trace(const std::vector<SideProfile>& sides) {
       int pid = static_cast<int>(si) * 1000 + r.rank;
       events.push_back({{"name", "process_name"},
                         {"ph", "M"},
+                        {"ts", 0},
                         {"pid", pid},
                         {"tid", 0},
                         {"args", {{"name", side.label + " rank " + std::to_string(r.rank)}}}});
-      events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"args", {{"sort_index", pid}}}});
-      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", "calls (pkb_run)"}}}});
+      events.push_back(
+          {{"name", "process_sort_index"}, {"ph", "M"}, {"ts", 0}, {"pid", pid}, {"tid", 0}, {"args", {{"sort_index", pid}}}});
+      events.push_back(
+          {{"name", "thread_name"}, {"ph", "M"}, {"ts", 0}, {"pid", pid}, {"tid", 0}, {"args", {{"name", "calls (pkb_run)"}}}});
       std::map<uint32_t, bool> streams;
       for (size_t i = 0; i < r.calls.size(); ++i)
         events.push_back({{"name", "call " + std::to_string(i)},
@@ -257,6 +273,7 @@ json chrome_trace(const std::vector<SideProfile>& sides) {
           streams[a.stream] = true;
           events.push_back({{"name", "thread_name"},
                             {"ph", "M"},
+                            {"ts", 0},
                             {"pid", pid},
                             {"tid", tid},
                             {"args", {{"name", "stream " + std::to_string(a.stream)}}}});

@@ -73,6 +73,9 @@ struct Summary {
 /// Reads one side's activity; throws Error(invalid_argument) naming what is malformed.
 SideProfile side_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const SideProfile& side);
+/// One rank's part of the above: {"rank", "activity": [...], "calls": [...]} (what a worker reports).
+RankProfile rank_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const RankProfile& rank);
 
 Summary summarize(const SideProfile& side);
 /// The summary in at most `max_kernels` kernel lines and a few more (for people and for prompts).

@@ -1,0 +1,201 @@
+#include "worker/cupti.hpp"
+
+#include <cupti.h>
+#include <cupti_runtime_cbid.h>
+#include <cxxabi.h>
+#include <time.h>
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace pkb::worker {
+
+using profile::Activity;
+
+/// What CUPTI's buffer callbacks collect, read once collection has stopped. CUPTI calls them from
+/// its own thread, hence the lock.
+struct ActivityRecorder::Sink {
+  std::mutex mu;
+  std::vector<Activity> activity;
+  std::map<uint32_t, uint64_t> event_time;  // correlation id of a cudaEventRecord -> device time
+  std::map<uint64_t, uint32_t> marks;  // pkb's external id -> correlation id of its cudaEventRecord
+  size_t dropped = 0;  // records past kMaxActivity
+};
+
+namespace {
+
+constexpr size_t kBufferBytes = 8u << 20;
+constexpr size_t kMaxActivity = 200'000;  // a bound on what one rank reports
+constexpr auto kMarkKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+
+ActivityRecorder::Sink* g_sink = nullptr;  // the active recorder's (CUPTI's callbacks have no user data)
+
+void check(CUptiResult r, const char* what) {
+  if (r == CUPTI_SUCCESS) return;
+  const char* s = nullptr;
+  cuptiGetResultString(r, &s);
+  throw Error(Errc::cuda_error, std::string("CUPTI ") + what + ": " + (s ? s : "unknown error"));
+}
+
+uint64_t CUPTIAPI monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+std::string demangled(const char* name) {
+  if (!name) return "?";
+  int status = 0;
+  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string out = status == 0 && d ? d : name;
+  std::free(d);
+  return out;
+}
+
+const char* copy_kind(uint8_t k) {
+  switch (k) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "PtoP";
+    default: return "other";
+  }
+}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  *size = *buffer ? kBufferBytes : 0;
+  *max_records = 0;
+}
+
+void take(ActivityRecorder::Sink& sink, const CUpti_Activity* r) {
+  auto add = [&](Activity a) {
+    if (sink.activity.size() < kMaxActivity) sink.activity.push_back(std::move(a));
+    else ++sink.dropped;
+  };
+  switch (r->kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+    case CUPTI_ACTIVITY_KIND_KERNEL: {
+      auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(r);
+      add({Activity::Kind::kernel, demangled(k->name), k->streamId, k->start, k->end, 0});
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(r);
+      add({Activity::Kind::memcpy, copy_kind(m->copyKind), m->streamId, m->start, m->end, m->bytes});
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: {  // peer to peer
+      auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(r);
+      add({Activity::Kind::memcpy, "PtoP", m->streamId, m->start, m->end, m->bytes});
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(r);
+      add({Activity::Kind::memset, "memset", m->streamId, m->start, m->end, m->bytes});
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_CUDA_EVENT: {
+      auto* e = reinterpret_cast<const CUpti_ActivityCudaEvent2*>(r);
+      sink.event_time[e->correlationId] = e->deviceTimestamp;
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      auto* x = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(r);
+      if (x->externalKind == kMarkKind) sink.marks[x->externalId] = x->correlationId;
+      break;
+    }
+    default: break;  // the runtime API records: needed for the correlation, not kept
+  }
+}
+
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  if (g_sink && valid > 0) {
+    std::lock_guard<std::mutex> lock(g_sink->mu);
+    CUpti_Activity* r = nullptr;
+    while (cuptiActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) take(*g_sink, r);
+  }
+  std::free(buffer);
+}
+
+constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                         CUPTI_ACTIVITY_KIND_MEMCPY2,           CUPTI_ACTIVITY_KIND_MEMSET,
+                                         CUPTI_ACTIVITY_KIND_CUDA_EVENT,        CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+constexpr CUpti_CallbackId kEventRecordApis[] = {CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020,
+                                                 CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000};
+
+void stop_collection() {
+  for (auto k : kKinds) cuptiActivityDisable(k);
+  for (auto id : kEventRecordApis) cuptiActivityEnableRuntimeApi(id, 0);
+}
+
+}  // namespace
+
+ActivityRecorder::ActivityRecorder() {
+  if (g_sink) throw Error(Errc::internal, "CUPTI: a second activity recorder in one process");
+  g_sink = new Sink;
+  try {
+    check(cuptiActivityRegisterTimestampCallback(monotonic_ns), "cannot take pkb's clock");
+    check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cannot register its buffers");
+    for (auto k : kKinds) check(cuptiActivityEnable(k), "cannot enable an activity kind");
+    check(cuptiActivityEnableCudaEventDeviceTimestamps(1), "cannot record CUDA events' device time");
+    for (auto id : kEventRecordApis) check(cuptiActivityEnableRuntimeApi(id, 1), "cannot trace cudaEventRecord");
+  } catch (...) {
+    stop_collection();
+    delete g_sink;
+    g_sink = nullptr;
+    throw;
+  }
+  active_ = true;
+}
+
+ActivityRecorder::~ActivityRecorder() {
+  if (!active_) return;
+  stop_collection();
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  delete g_sink;
+  g_sink = nullptr;
+}
+
+void ActivityRecorder::mark(cudaEvent_t event, cudaStream_t stream, int call, bool end) {
+  uint64_t id = 2 * static_cast<uint64_t>(call) + (end ? 2 : 1);  // never 0
+  check(cuptiActivityPushExternalCorrelationId(kMarkKind, id), "cannot mark pkb's event");
+  cudaError_t e = cudaEventRecord(event, stream);
+  cuptiActivityPopExternalCorrelationId(kMarkKind, nullptr);
+  if (e != cudaSuccess) throw Error(Errc::cuda_error, std::string("cudaEventRecord: ") + cudaGetErrorString(e));
+  calls_ = std::max(calls_, call + 1);
+}
+
+profile::RankProfile ActivityRecorder::finish(int rank) {
+  if (!active_) throw Error(Errc::internal, "CUPTI: finish() twice");
+  active_ = false;
+  stop_collection();
+  check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cannot flush its buffers");
+  std::unique_ptr<Sink> sink(g_sink);
+  g_sink = nullptr;
+  std::lock_guard<std::mutex> lock(sink->mu);
+  profile::RankProfile rp;
+  rp.rank = rank;
+  auto device_time = [&](uint64_t id) -> uint64_t {
+    auto m = sink->marks.find(id);
+    if (m == sink->marks.end()) return 0;
+    auto t = sink->event_time.find(m->second);
+    return t == sink->event_time.end() ? 0 : t->second;
+  };
+  for (int c = 0; c < calls_; ++c) {
+    uint64_t a = device_time(2 * static_cast<uint64_t>(c) + 1), b = device_time(2 * static_cast<uint64_t>(c) + 2);
+    if (a == 0 || b == 0 || b < a)
+      throw Error(Errc::cuda_error, "CUPTI gave no device time for the events around profiled call " + std::to_string(c));
+    rp.calls.push_back({a, b});
+  }
+  rp.activity = std::move(sink->activity);
+  return rp;
+}
+
+}  // namespace pkb::worker
