@@ -139,10 +139,14 @@ void stop_collection() {
 
 ActivityRecorder::ActivityRecorder() {
   if (g_sink) throw Error(Errc::internal, "CUPTI: a second activity recorder in one process");
+  static bool registered = false;  // once per process: a sweep profiles every size in the same runner
   g_sink = new Sink;
   try {
-    check(cuptiActivityRegisterTimestampCallback(monotonic_ns), "cannot take pkb's clock");
-    check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cannot register its buffers");
+    if (!registered) {
+      check(cuptiActivityRegisterTimestampCallback(monotonic_ns), "cannot take pkb's clock");
+      check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cannot register its buffers");
+      registered = true;
+    }
     for (auto k : kKinds) check(cuptiActivityEnable(k), "cannot enable an activity kind");
     check(cuptiActivityEnableCudaEventDeviceTimestamps(1), "cannot record CUDA events' device time");
     for (auto id : kEventRecordApis) check(cuptiActivityEnableRuntimeApi(id, 1), "cannot trace cudaEventRecord");
@@ -176,9 +180,10 @@ profile::RankProfile ActivityRecorder::finish(int rank) {
   if (!active_) throw Error(Errc::internal, "CUPTI: finish() twice");
   active_ = false;
   stop_collection();
-  check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cannot flush its buffers");
-  std::unique_ptr<Sink> sink(g_sink);
+  CUptiResult flushed = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  std::unique_ptr<Sink> sink(g_sink);  // owned here whatever happens next: the next recorder may start
   g_sink = nullptr;
+  check(flushed, "cannot flush its buffers");
   std::lock_guard<std::mutex> lock(sink->mu);
   profile::RankProfile rp;
   rp.rank = rank;
