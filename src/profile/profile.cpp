@@ -94,6 +94,24 @@ bool is_harness(const Activity& a) {
          (a.name.find("barrier_delay_kernel") != std::string::npos || a.name.find("pkb::worker::") != std::string::npos);
 }
 
+std::vector<Call> calls_between_marks(const std::vector<Activity>& activity, int calls, std::string_view mark) {
+  std::vector<const Activity*> marks;
+  for (const Activity& a : activity)
+    if (a.kind == Activity::Kind::kernel && a.name.find(mark) != std::string::npos) marks.push_back(&a);
+  std::sort(marks.begin(), marks.end(), [](const Activity* x, const Activity* y) { return x->start_ns < y->start_ns; });
+  if (calls < 0 || marks.size() != 2 * static_cast<size_t>(calls))
+    throw Error(Errc::invalid_argument,
+                fmt::format("{} of the {} marks ({}) around {} profiled calls", marks.size(), 2 * calls, mark, calls));
+  std::vector<Call> out;
+  for (size_t c = 0; c < static_cast<size_t>(calls); ++c) {
+    const Activity &before = *marks[2 * c], &after = *marks[2 * c + 1];
+    if (after.start_ns < before.end_ns)
+      throw Error(Errc::invalid_argument, fmt::format("the marks around profiled call {} overlap", c));
+    out.push_back({before.end_ns, after.start_ns});
+  }
+  return out;
+}
+
 RankProfile rank_from_json(const json& r) {
   RankProfile rp;
   try {

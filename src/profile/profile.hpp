@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace pkb::profile {
@@ -69,6 +70,11 @@ struct Summary {
   std::vector<RankSummary> ranks;
   std::optional<double> link_gbps, hbm_gbps;  // counted bytes / median call
 };
+
+/// The intervals of `calls` calls, each between two kernels named `mark` (a name part) on its rank:
+/// from the end of the one before the call to the start of the one after it, in time order. Throws
+/// Error(invalid_argument) saying how many marks there were when there are not 2 * `calls`.
+std::vector<Call> calls_between_marks(const std::vector<Activity>& activity, int calls, std::string_view mark);
 
 /// Reads one side's activity; throws Error(invalid_argument) naming what is malformed.
 SideProfile side_from_json(const nlohmann::json& j);

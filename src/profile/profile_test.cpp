@@ -152,5 +152,41 @@ TEST(Profile, ActivityRoundTripsAndMalformedActivityIsNamed) {
   EXPECT_THROW(side_from_json(bad), Error);
 }
 
+// The runner's marks give the calls: two per call, in time order whatever order CUPTI delivered
+// them in, and a count that is not 2 per call is an error that says how many there were.
+TEST(Profile, CallsLieBetweenTheirMarks) {
+  const std::string mark = "pkb::worker::(anonymous namespace)::profile_mark_kernel()";
+  std::vector<Activity> a = {
+      {Activity::Kind::kernel, mark, 7, 300, 302, 0},  // after call 1
+      {Activity::Kind::kernel, "gemm", 7, 110, 180, 0},  {Activity::Kind::kernel, mark, 7, 100, 104, 0},  // before call 0
+      {Activity::Kind::memcpy, "PtoP", 7, 190, 195, 64}, {Activity::Kind::kernel, mark, 7, 200, 201, 0},  // after call 0
+      {Activity::Kind::kernel, mark, 7, 250, 252, 0},  // before call 1
+  };
+  std::vector<Call> calls = calls_between_marks(a, 2, "profile_mark_kernel");
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].start_ns, 104u);
+  EXPECT_EQ(calls[0].end_ns, 200u);
+  EXPECT_EQ(calls[1].start_ns, 252u);
+  EXPECT_EQ(calls[1].end_ns, 300u);
+  EXPECT_TRUE(is_harness(a[0])) << "the marks are pkb's, not the solution's compute";
+  try {
+    calls_between_marks(a, 3, "profile_mark_kernel");
+    ADD_FAILURE() << "4 marks were taken for 3 calls";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("4 of the 6 marks"), std::string::npos) << e.what();
+  }
+  a.pop_back();
+  EXPECT_THROW(calls_between_marks(a, 2, "profile_mark_kernel"), Error);
+  // Two marks that overlap (a stream that is not the call's, or clocks gone wrong) give no call.
+  std::vector<Activity> overlapping = {{Activity::Kind::kernel, mark, 7, 100, 160, 0},
+                                       {Activity::Kind::kernel, mark, 9, 150, 170, 0}};
+  try {
+    calls_between_marks(overlapping, 1, "profile_mark_kernel");
+    ADD_FAILURE() << "overlapping marks were taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("overlap"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace pkb::profile

@@ -1,17 +1,18 @@
 #include "worker/cupti.hpp"
 
 #include <cupti.h>
-#include <cupti_runtime_cbid.h>
 #include <cxxabi.h>
 #include <time.h>
 
 #include <cstdlib>
-#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
+#include "worker/kernels.cuh"
 
 namespace pkb::worker {
 
@@ -22,8 +23,7 @@ using profile::Activity;
 struct ActivityRecorder::Sink {
   std::mutex mu;
   std::vector<Activity> activity;
-  std::map<uint32_t, uint64_t> event_time;  // correlation id of a cudaEventRecord -> device time
-  std::map<uint64_t, uint32_t> marks;  // pkb's external id -> correlation id of its cudaEventRecord
+  size_t kernels = 0, copies = 0, memsets = 0;  // records received, for the message when marks are missing
   size_t dropped = 0;  // records past kMaxActivity
 };
 
@@ -31,7 +31,6 @@ namespace {
 
 constexpr size_t kBufferBytes = 8u << 20;
 constexpr size_t kMaxActivity = 200'000;  // a bound on what one rank reports
-constexpr auto kMarkKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
 
 ActivityRecorder::Sink* g_sink = nullptr;  // the active recorder's (CUPTI's callbacks have no user data)
 
@@ -83,35 +82,29 @@ void take(ActivityRecorder::Sink& sink, const CUpti_Activity* r) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
     case CUPTI_ACTIVITY_KIND_KERNEL: {
       auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(r);
+      ++sink.kernels;
       add({Activity::Kind::kernel, demangled(k->name), k->streamId, k->start, k->end, 0});
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(r);
+      ++sink.copies;
       add({Activity::Kind::memcpy, copy_kind(m->copyKind), m->streamId, m->start, m->end, m->bytes});
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {  // peer to peer
       auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(r);
+      ++sink.copies;
       add({Activity::Kind::memcpy, "PtoP", m->streamId, m->start, m->end, m->bytes});
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(r);
+      ++sink.memsets;
       add({Activity::Kind::memset, "memset", m->streamId, m->start, m->end, m->bytes});
       break;
     }
-    case CUPTI_ACTIVITY_KIND_CUDA_EVENT: {
-      auto* e = reinterpret_cast<const CUpti_ActivityCudaEvent2*>(r);
-      sink.event_time[e->correlationId] = e->deviceTimestamp;
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-      auto* x = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(r);
-      if (x->externalKind == kMarkKind) sink.marks[x->externalId] = x->correlationId;
-      break;
-    }
-    default: break;  // the runtime API records: needed for the correlation, not kept
+    default: break;
   }
 }
 
@@ -125,14 +118,10 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
 }
 
 constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                         CUPTI_ACTIVITY_KIND_MEMCPY2,           CUPTI_ACTIVITY_KIND_MEMSET,
-                                         CUPTI_ACTIVITY_KIND_CUDA_EVENT,        CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
-constexpr CUpti_CallbackId kEventRecordApis[] = {CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020,
-                                                 CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000};
+                                         CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET};
 
 void stop_collection() {
   for (auto k : kKinds) cuptiActivityDisable(k);
-  for (auto id : kEventRecordApis) cuptiActivityEnableRuntimeApi(id, 0);
 }
 
 }  // namespace
@@ -148,8 +137,6 @@ ActivityRecorder::ActivityRecorder() {
       registered = true;
     }
     for (auto k : kKinds) check(cuptiActivityEnable(k), "cannot enable an activity kind");
-    check(cuptiActivityEnableCudaEventDeviceTimestamps(1), "cannot record CUDA events' device time");
-    for (auto id : kEventRecordApis) check(cuptiActivityEnableRuntimeApi(id, 1), "cannot trace cudaEventRecord");
   } catch (...) {
     stop_collection();
     delete g_sink;
@@ -167,12 +154,8 @@ ActivityRecorder::~ActivityRecorder() {
   g_sink = nullptr;
 }
 
-void ActivityRecorder::mark(cudaEvent_t event, cudaStream_t stream, int call, bool end) {
-  uint64_t id = 2 * static_cast<uint64_t>(call) + (end ? 2 : 1);  // never 0
-  check(cuptiActivityPushExternalCorrelationId(kMarkKind, id), "cannot mark pkb's event");
-  cudaError_t e = cudaEventRecord(event, stream);
-  cuptiActivityPopExternalCorrelationId(kMarkKind, nullptr);
-  if (e != cudaSuccess) throw Error(Errc::cuda_error, std::string("cudaEventRecord: ") + cudaGetErrorString(e));
+void ActivityRecorder::mark(cudaStream_t stream, int call) {
+  launch_profile_mark(stream);
   calls_ = std::max(calls_, call + 1);
 }
 
@@ -187,17 +170,12 @@ profile::RankProfile ActivityRecorder::finish(int rank) {
   std::lock_guard<std::mutex> lock(sink->mu);
   profile::RankProfile rp;
   rp.rank = rank;
-  auto device_time = [&](uint64_t id) -> uint64_t {
-    auto m = sink->marks.find(id);
-    if (m == sink->marks.end()) return 0;
-    auto t = sink->event_time.find(m->second);
-    return t == sink->event_time.end() ? 0 : t->second;
-  };
-  for (int c = 0; c < calls_; ++c) {
-    uint64_t a = device_time(2 * static_cast<uint64_t>(c) + 1), b = device_time(2 * static_cast<uint64_t>(c) + 2);
-    if (a == 0 || b == 0 || b < a)
-      throw Error(Errc::cuda_error, "CUPTI gave no device time for the events around profiled call " + std::to_string(c));
-    rp.calls.push_back({a, b});
+  try {
+    rp.calls = profile::calls_between_marks(sink->activity, calls_, kProfileMarkKernel);
+  } catch (const Error& e) {
+    throw Error(Errc::cuda_error,
+                fmt::format("CUPTI: {} ({} kernels, {} copies, {} memsets recorded{})", e.what(), sink->kernels, sink->copies,
+                            sink->memsets, sink->dropped ? fmt::format(", {} past the limit", sink->dropped) : ""));
   }
   rp.activity = std::move(sink->activity);
   return rp;

@@ -7,10 +7,12 @@
 // and converts it to the host clock it is given (cuptiActivityRegisterTimestampCallback), so the
 // ranks of one host lie on one timeline; hosts of a multi-node job do not share it.
 //
-// A call's interval is [start event, stop event] on the device: exactly what the timed phase
-// measures with cudaEventElapsedTime. The events are told apart from any the solution records by
-// an external correlation id pushed around pkb's own cudaEventRecord (CUPTI's EXTERNAL_CORRELATION
-// records, with runtime API records of cudaEventRecord only, which the correlation needs).
+// A call's interval is on the device, between two empty pkb kernels the runner launches on the
+// call's stream just before its start event and just after its stop event (kernels.cuh,
+// launch_profile_mark): from the end of the first to the start of the second, which holds what the
+// timed phase measures with cudaEventElapsedTime plus at most a launch gap on each side. (Kernel
+// records are CUPTI's most basic activity; CUDA event records with device timestamps, matched to
+// pkb's events by external correlation ids, gave no device time on CUDA 13.0 with an H100.)
 //
 // CUPTI's callbacks are plain functions, so one recorder at a time owns the process's collection.
 #pragma once
@@ -31,11 +33,11 @@ class ActivityRecorder {
   ActivityRecorder(const ActivityRecorder&) = delete;
   ActivityRecorder& operator=(const ActivityRecorder&) = delete;
 
-  /// Records `event` on `stream` as the start (or the end) of profiled call `call`.
-  void mark(cudaEvent_t event, cudaStream_t stream, int call, bool end);
+  /// Marks the start (the first time) or the end (the second) of profiled call `call` on `stream`.
+  void mark(cudaStream_t stream, int call);
 
   /// Stops collection, flushes CUPTI's buffers and returns this rank's activity with the calls'
-  /// intervals; throws Error(cuda_error) when a call's events carry no device time.
+  /// intervals; throws Error(cuda_error), with what CUPTI did record, when marks are missing.
   profile::RankProfile finish(int rank);
 
   struct Sink;  // what the buffer callbacks fill (cupti.cpp)

@@ -211,12 +211,12 @@ class Runner {
     int timed = op.value("timed", -1);  // index of a timed call, -1: not timed
     int profiled = recorder_ ? op.value("profile", -1) : -1;  // index of a profiled call (--profile)
     if (timed == 0) span_open_ = true;
-    if (profiled >= 0) recorder_->mark(start_.get(), s, profiled, false);
-    else CUDA_CHECK(cudaEventRecord(start_.get(), s));
+    if (profiled >= 0) recorder_->mark(s, profiled);
+    CUDA_CHECK(cudaEventRecord(start_.get(), s));
     if (timed == 0) CUDA_CHECK(cudaEventRecord(span_start_.get(), s));
     call_run(in, out, op.at("params"));
-    if (profiled >= 0) recorder_->mark(stop_.get(), s, profiled, true);
-    else CUDA_CHECK(cudaEventRecord(stop_.get(), s));
+    CUDA_CHECK(cudaEventRecord(stop_.get(), s));
+    if (profiled >= 0) recorder_->mark(s, profiled);
     if (timed >= 0) CUDA_CHECK(cudaEventRecord(span_stop_.get(), s));
     CUDA_CHECK(cudaEventRecord(returned_, s));
     send_message(fd_, {MsgKind::reply, json{{"ok", true}, {"stage", "returned"}}, {}});
