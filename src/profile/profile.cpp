@@ -135,6 +135,7 @@ RankProfile rank_from_json(const json& r) {
         throw Error(Errc::invalid_argument, "profile: rank " + std::to_string(rp.rank) + ": a call ends before it starts");
       rp.calls.push_back(call);
     }
+    rp.dropped = r.value("dropped", uint64_t{0});
   } catch (const json::exception& e) {
     throw Error(Errc::invalid_argument, std::string("profile: malformed activity: ") + e.what());
   }
@@ -162,7 +163,9 @@ json to_json(const RankProfile& r) {
     acts.push_back(std::move(x));
   }
   for (auto& c : r.calls) calls.push_back({{"start", c.start_ns}, {"end", c.end_ns}});
-  return {{"rank", r.rank}, {"activity", acts}, {"calls", calls}};
+  json j{{"rank", r.rank}, {"activity", acts}, {"calls", calls}};
+  if (r.dropped) j["dropped"] = r.dropped;
+  return j;
 }
 
 json to_json(const SideProfile& side) {
@@ -184,6 +187,7 @@ Summary summarize(const SideProfile& side) {
   s.calls = static_cast<int>(calls);
   std::vector<double> per_call(calls, 0.0);
   for (auto& r : side.ranks) {
+    s.dropped += r.dropped;
     std::vector<Interval> call_iv;
     for (size_t i = 0; i < calls; ++i) {
       call_iv.emplace_back(r.calls[i].start_ns, r.calls[i].end_ns);
@@ -249,6 +253,8 @@ std::string summary_text(const Summary& s, int max_kernels) {
   for (auto& r : s.ranks)
     t += fmt::format("    rank {}: {:5.1f}% | {:.4f} ms | {:5.1f}% | {:.4f} ms\n", r.rank, 100 * r.busy, r.communication_ms,
                      100 * r.overlap, r.harness_ms);
+  if (s.dropped)
+    t += fmt::format("  {} activity records past the per-rank limit were left out: the figures above undercount\n", s.dropped);
   return t;
 }
 

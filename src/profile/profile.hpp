@@ -32,6 +32,7 @@ struct RankProfile {
   int rank = 0;
   std::vector<Activity> activity;
   std::vector<Call> calls;  // in order; call i of every rank is the same call
+  uint64_t dropped = 0;  // records the rank left out past its limit (the figures then undercount)
 };
 
 /// One side of an eval (baseline or candidate), or the one job of a `pkb run`.
@@ -69,6 +70,7 @@ struct Summary {
   std::vector<KernelShare> kernels;  // most time first
   std::vector<RankSummary> ranks;
   std::optional<double> link_gbps, hbm_gbps;  // counted bytes / median call
+  uint64_t dropped = 0;  // all ranks' dropped records
 };
 
 /// The intervals of `calls` calls, each between two kernels named `mark` (a name part) on its rank:

@@ -144,6 +144,13 @@ TEST(Profile, ActivityRoundTripsAndMalformedActivityIsNamed) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("unknown activity kind 'graph'"), std::string::npos) << e.what();
   }
+  // Records a rank had to leave out travel with it and are said in the summary.
+  EXPECT_EQ(summary_text(summarize(s)).find("left out"), std::string::npos);
+  s.ranks[1].dropped = 12;
+  back = side_from_json(to_json(s));
+  EXPECT_EQ(back.ranks[1].dropped, 12u);
+  EXPECT_EQ(summarize(back).dropped, 12u);
+  EXPECT_NE(summary_text(summarize(back)).find("12 activity records past the per-rank limit were left out"), std::string::npos);
   bad = to_json(s);
   bad["ranks"][1]["activity"][0]["end"] = 0;
   EXPECT_THROW(side_from_json(bad), Error);
