@@ -149,8 +149,8 @@ TEST(Plan, TheWorkersPlanHoldsNoSecret) {
   EXPECT_EQ(full_check_calls(st.seed, 2, 5).size(), 2u);
 }
 
-// A timing report without the calls committed one by one, or a call committed twice, breaks the
-// protocol: the per-call commits are what the checks and the driver's clock rest on.
+// --profile: every rank's frame reaches the step; a rank without CUPTI sends its reason, and the
+// job is still ok; a job without --profile has no profile phase.
 TEST_F(JobTest, AProfiledJobDeliversEveryRanksProfileAndAMissingOneChangesNothing) {
   auto profiled = [](JobConfig& c) {
     for (auto& p : c.plans)
@@ -171,6 +171,8 @@ TEST_F(JobTest, AProfiledJobDeliversEveryRanksProfileAndAMissingOneChangesNothin
   EXPECT_TRUE(plain.steps[0].profile.empty());
 }
 
+// A timing report without the calls committed one by one, or a call committed twice, breaks the
+// protocol: the per-call commits are what the checks and the driver's clock rest on.
 TEST_F(JobTest, TimedCallsMustBeCommittedOneByOne) {
   auto r = run("nocommit");
   EXPECT_EQ(r.status, Status::protocol_error) << r.message;
