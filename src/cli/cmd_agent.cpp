@@ -18,7 +18,7 @@ struct AgentFlags {
   std::string problem, run_name, out_dir = "solutions", json_out, arch = "sm_90";
   int steps = 5, trials = 5, warmup = 500, iters = 100, compile_timeout = 300;
   double target = 1.0, timeout_s = 60;
-  bool quiet = false, oversubscribe = false;
+  bool quiet = false, oversubscribe = false, profile = false;
   PromptFlags p;
   ModelFlags m;
 };
@@ -26,15 +26,18 @@ struct AgentFlags {
 /// Evaluates candidates with the real harness: baseline and candidate jobs on real GPUs.
 class HarnessEvaluator final : public CandidateEvaluator {
  public:
-  explicit HarnessEvaluator(EvalOptions base) : base_(std::move(base)) {}
+  /// `profile_root`: with --profile, each step's profile goes to profile_root/<step file's stem>.
+  HarnessEvaluator(EvalOptions base, fs::path profile_root) : base_(std::move(base)), profile_root_(std::move(profile_root)) {}
   EvalRecord evaluate(const fs::path& candidate) override {
     EvalOptions o = base_;
     o.solution = candidate.string();
+    if (!profile_root_.empty()) o.profile_dir = (profile_root_ / candidate.stem()).string();
     return run_eval(o);
   }
 
  private:
   EvalOptions base_;
+  fs::path profile_root_;
 };
 
 EvalOptions eval_options(const AgentFlags& f, const std::string& stem, int world) {
@@ -82,7 +85,8 @@ int execute(const AgentFlags& f) {
             {"eval", {{"world", world}, {"dtype", f.p.dtype}, {"size", f.p.size}, {"trials", f.trials}}}};
   if (!f.quiet) o.progress = [](const std::string& line) { fmt::print(stderr, "[agent] {}\n", line); };
   auto model = make_chat_model(llm);
-  HarnessEvaluator evaluator(eval_options(f, spec.stem, world));
+  fs::path profile_root = f.profile ? o.dir / "profile" : fs::path();
+  HarnessEvaluator evaluator(eval_options(f, spec.stem, world), profile_root);
   AgentResult r = run_agent(*model, evaluator, prompt, setup.templates, o);
   if (r.best_step)
     fmt::print("best: step {} ({}) -> {}\n", r.best_step,
@@ -112,6 +116,10 @@ Command agent_command() {
             sub.add_option("--json", f->json_out, "Also append every step's evaluation record to this JSON Lines file");
             sub.add_option("--arch", f->arch, "nvcc -arch for candidates")->envname("PKB_ARCH");
             sub.add_option("--compile-timeout", f->compile_timeout, "Seconds before nvcc is stopped");
+            sub.add_flag("--profile", f->profile,
+                         "Profile each step's calls with CUPTI after its timed ones and put the candidate's summary "
+                         "(at most 2 KB: kernels' time, communication overlap, bandwidth) in the next prompt; traces go to "
+                         "<run>/agent/<stem>/profile/<step>/");
             sub.add_flag("--quiet,-q", f->quiet, "No progress lines");
             declare_model_flags(sub, f->m);
             declare_prompt_flags(sub, f->p);

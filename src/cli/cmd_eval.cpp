@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "eval/evaluator.hpp"
 #include "eval/full.hpp"
+#include "eval/profile_out.hpp"
 #include "report/console.hpp"
 
 namespace pkb::cli {
@@ -85,6 +86,7 @@ void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
          "Deadline in seconds per phase (each trial; setup and pkb_init get at least 60, finalize 30; the timed phase gets 5x)")
       ->envname("PKB_TIMEOUT");
   sub.add_option("--json", f.opts.json_out, "Append the record as one JSON line to this file")->envname("PKB_JSON");
+  declare_profile(sub, f.opts.profile_dir);
   sub.add_option("--dump", f.opts.dump_dir, "Write inputs and outputs per trial and rank as safetensors under this directory");
   if (!is_eval) sub.add_flag("--oracle", f.opts.oracle, "Compare outputs with the problem's CPU double-precision oracle");
   sub.add_option("--arch", f.arch, "nvcc -arch for solutions")->envname("PKB_ARCH");
@@ -147,6 +149,9 @@ int execute(SharedFlags& f, bool is_eval) {
   }
   bool batch = is_eval && !f.batch.solutions.empty();
   check_full_flags(f, o, batch);
+  if (!o.profile_dir.empty() && (batch || f.full))
+    throw Error(Errc::invalid_argument,
+                std::string("--profile profiles one eval: it does not go with ") + (batch ? "--solutions DIR" : "--full"));
   if (f.worlds) (void)parse_worlds(*f.worlds);  // a malformed list is named before anything else is looked at
   if (is_eval && !batch) {
     if (!f.batch.problems.empty()) throw Error(Errc::invalid_argument, "--problems goes with --solutions DIR");
@@ -185,6 +190,7 @@ int execute(SharedFlags& f, bool is_eval) {
   if (f.full) return execute_full(f, o);
   EvalRecord rec = is_eval ? run_eval(o) : run_dry(o);
   print_summary(rec, stdout);
+  fmt::print("{}", profile_lines(rec.profile));
   if (!o.json_out.empty()) fmt::print("  record     appended to {}\n", o.json_out);
   return exit_code_for(rec);
 }

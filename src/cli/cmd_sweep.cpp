@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "eval/profile_out.hpp"
 #include "eval/sweep.hpp"
 
 namespace pkb::cli {
@@ -44,6 +45,7 @@ Command sweep_command() {
                 ->check(at_least(0));
             sub.add_option("--timeout", o->s.eval.timeout_s, "Deadline in seconds per phase");
             sub.add_option("--json", o->s.eval.json_out, "Append one record per size to this file");
+            declare_profile(sub, o->s.eval.profile_dir);
             sub.add_option("--arch", o->arch, "nvcc -arch for solutions");
             sub.add_option("--problems-dir", o->s.eval.problems_dir, "Problem folders")->envname("PKB_PROBLEMS_DIR");
             sub.add_flag("--quiet,-q", o->quiet, "No progress line");
@@ -61,6 +63,7 @@ Command sweep_command() {
               o->s.eval.argv = invocation();
               auto rows = run_sweep(o->s);
               fmt::print("{}", format_sweep_table(o->s, rows));
+              for (auto& r : rows) fmt::print("{}", profile_lines(r.record.profile));
               int rc = 0;
               for (auto& r : rows) rc = std::max(rc, exit_code_for(r.record));
               return rc;

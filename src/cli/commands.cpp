@@ -43,6 +43,15 @@ void declare_oversubscribe(CLI::App& sub, bool& flag) {
       ->envname("PKB_OVERSUBSCRIBE");
 }
 
+void declare_profile(CLI::App& sub, std::string& dir) {
+  sub.add_option("--profile", dir,
+                 "After the timed calls, profile 5 more calls per side with CUPTI (kernels, copies, NCCL) and write "
+                 "DIR/<problem>-<side>.trace.json (open it in https://ui.perfetto.dev), DIR/<problem>.trace.json "
+                 "(both sides) and DIR/<problem>-<side>.summary.txt; profiled calls are neither checked nor timed")
+      ->type_name("DIR")
+      ->envname("PKB_PROFILE");
+}
+
 CLI::Validator at_least(double lo, std::string hint) {
   return CLI::Validator(
       [lo, hint](std::string& text) -> std::string {

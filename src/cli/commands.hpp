@@ -38,6 +38,9 @@ Command agent_command();  // cmd_agent.cpp
 /// --oversubscribe (and PKB_OVERSUBSCRIBE=1), declared once for run, eval, sweep and agent.
 void declare_oversubscribe(CLI::App& sub, bool& flag);
 
+/// --profile DIR, declared once for run, eval and sweep (eval/profile_out.hpp has what it writes).
+void declare_profile(CLI::App& sub, std::string& dir);
+
 /// A CLI11 check that a numeric flag is at least `lo`, run while parsing, so a bad value is a parse
 /// error (exit 2) before any GPU is probed. `hint` follows the bound in the message ("must be at
 /// least 1 (leave --gpus out to use every visible GPU), not 0"). A value that is not a number is

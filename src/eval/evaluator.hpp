@@ -43,6 +43,9 @@ struct EvalOptions {
   double unstable_bound = 0.02;
   double timeout_s = 60;  // per phase (each trial; the timed phase gets 5x)
   std::string json_out, dump_dir;
+  /// --profile DIR: after the timed phase, kProfileCalls more calls per side with CUPTI recording
+  /// (eval/profile_out.hpp); their traces and summaries go to DIR. Empty: no profile phase.
+  std::string profile_dir;
   bool oracle = false;  // run: compare with the problem's CPU oracle
   std::string problems_dir;
   CompileOptions compile;

@@ -11,8 +11,10 @@
 #include "core/hash.hpp"
 #include "core/interrupt.hpp"
 #include "eval/internal.hpp"
+#include "eval/profile_out.hpp"
 #include "proc/confine.hpp"
 #include "report/record_mac.hpp"
+#include "roofline/roofline.hpp"
 #include "spec/oracle.hpp"
 #include "spec/registry.hpp"
 
@@ -58,6 +60,12 @@ void check_eval_options(const EvalOptions& opts) {
   if (opts.iters < 1 && opts.perf) fail(Errc::invalid_argument, "--iters must be at least 1");
   if (opts.warmup < 0) fail(Errc::invalid_argument, "--warmup cannot be negative");
   if (opts.timeout_s <= 0) fail(Errc::invalid_argument, "--timeout must be positive");
+  if (!opts.profile_dir.empty()) {
+    if (opts.interleave > 0 && opts.perf)
+      fail(Errc::invalid_argument,
+           "--profile does not go with --interleave: both jobs would be profiled at once on the same GPUs");
+    check_profile_dir(opts.profile_dir);
+  }
 }
 
 Prepared prepare(const EvalOptions& opts, const std::vector<std::string>& size_classes,
@@ -173,6 +181,7 @@ StepPlan step_plan(const Step& st, const RankPlan& rp) {
   sp.seed = st.seed;
   sp.trials = st.trials;
   sp.timing = st.timing;
+  sp.profile_calls = st.profile_calls;
   return sp;
 }
 
@@ -325,6 +334,7 @@ JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<Worke
 Step main_step(const EvalOptions& opts, const Prepared& p, bool timing) {
   Step st{&p.inst, p.inst.size_name, p.seed, opts.trials, timing_plan(opts, p, p.inst, timing)};
   st.timing.checks = !opts.unchecked_timing;
+  if (!opts.profile_dir.empty()) st.profile_calls = kProfileCalls;
   return st;
 }
 
@@ -352,6 +362,24 @@ void apply_job_failure(const JobResult& job, EvalRecord& rec, bool is_baseline) 
   rec.failed_rank = job.rank;
   rec.failed_phase = job.phase;
   rec.log_tail = job.log_tail;
+}
+
+void attach_profiles(const EvalOptions& opts, const Instance& inst, const std::string& stem, const std::vector<ProfiledJob>& jobs,
+                     EvalRecord& rec, size_t step) {
+  if (opts.profile_dir.empty()) return;
+  auto work = instance_work(inst);
+  std::vector<SideOutcome> sides;
+  for (auto& [label, job] : jobs) {
+    if (!job || job->steps.size() <= step) {
+      sides.push_back(side_missing(label, job ? "its job failed before the profile phase: " + job->message
+                                              : "its job did not run (the other side failed first)"));
+      continue;
+    }
+    SideOutcome o = side_outcome(label, job->steps[step], inst.world, work ? work->algbw_bytes : 0, work ? work->hbm_bytes : 0);
+    if (!o.side && job->status != Status::ok) o.reason += " (the job failed: " + job->message + ")";
+    sides.push_back(std::move(o));
+  }
+  rec.profile = write_profiles(opts.profile_dir, stem, sides);
 }
 
 void finish_record(const EvalOptions& opts, EvalRecord& rec, Clock::time_point t0) {
@@ -393,6 +421,7 @@ void dry_body(const EvalOptions& opts, const Prepared& p, EvalRecord& rec, Clock
   bool want_inputs = opts.oracle || !opts.dump_dir.empty();
   JobResult job = run_side(opts, p, make_plans(p, {main_step(opts, p, opts.perf)}, so, rec.candidate.label, want_inputs),
                            rec.candidate.label);
+  attach_profiles(opts, p.inst, p.spec.stem, {{rec.candidate.label, &job}}, rec);
   rec.candidate.job_wall_s = job.wall_s;
   rec.candidate.teardown_clean = job.teardown_clean;
   note_containment(job, rec, rec.candidate.label);
@@ -483,6 +512,7 @@ void eval_body(const EvalOptions& opts, const Prepared& p, EvalRecord& rec, Cloc
   rec.baseline.job_wall_s = base.wall_s;
   rec.baseline.teardown_clean = base.teardown_clean;
   if (base.status != Status::ok) {
+    attach_profiles(opts, p.inst, p.spec.stem, {{"baseline", &base}, {"candidate", nullptr}}, rec);
     apply_job_failure(base, rec, true);
     finish_record(opts, rec, t0);
     return;
@@ -491,6 +521,7 @@ void eval_body(const EvalOptions& opts, const Prepared& p, EvalRecord& rec, Cloc
     cand = run_side(opts, p, make_plans(p, {main_step(opts, p, opts.perf)}, cand_so, "candidate", dump), "candidate");
   rec.candidate.job_wall_s = cand.wall_s;
   rec.candidate.teardown_clean = cand.teardown_clean;
+  attach_profiles(opts, p.inst, p.spec.stem, {{"baseline", &base}, {"candidate", &cand}}, rec);
   for (auto* s : {&rec.baseline, &rec.candidate})
     if (!s->teardown_clean)
       rec.warnings.push_back(s->label + ": teardown did not finish cleanly (killed after its results were in)");

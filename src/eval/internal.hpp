@@ -49,6 +49,7 @@ struct Step {
   uint64_t seed = 0;
   int trials = 1;
   TimingPlan timing;
+  int profile_calls = 0;  // --profile
 };
 
 /// The timing plan for an instance (warm-up, timed calls, checks).
@@ -91,6 +92,12 @@ void conclude_checks(EvalRecord& rec);
 void attach_roofline(const Prepared& p, const Instance& inst, EvalRecord& rec);
 /// Applies a failed job to the record (a failing baseline is a harness error).
 void apply_job_failure(const JobResult& job, EvalRecord& rec, bool is_baseline);
+/// --profile: one side's job by its label; null: it never ran.
+using ProfiledJob = std::pair<std::string, const JobResult*>;
+/// --profile DIR: writes the profiles of `jobs`' step `step` under DIR and sets rec.profile
+/// (eval/profile_out.hpp); a side without one gets its reason. Nothing without --profile.
+void attach_profiles(const EvalOptions& opts, const Instance& inst, const std::string& stem, const std::vector<ProfiledJob>& jobs,
+                     EvalRecord& rec, size_t step = 0);
 /// Wall time, clears the progress line, appends the JSON line if asked.
 void finish_record(const EvalOptions& opts, EvalRecord& rec, Clock::time_point t0);
 

@@ -31,7 +31,7 @@ struct Failure {
 };
 
 /// The phases a worker announces, in the only order it may: setup, load, then per step init, each
-/// trial, timing (when enabled), finalize; teardown last (at the last step's index).
+/// trial, timing (when enabled), profile (with --profile), finalize; teardown last (at the last step's index).
 struct PhaseKey {
   int step = 0;
   Phase phase;
@@ -46,6 +46,7 @@ std::vector<PhaseKey> phase_sequence(const WorkerPlan& plan) {
     seq.push_back({s, {K::init}});
     for (int t = 0; t < plan.steps[s].trials; ++t) seq.push_back({s, {K::trial, t}});
     if (plan.steps[s].timing.enabled) seq.push_back({s, {K::timing}});
+    if (plan.steps[s].profile_calls > 0) seq.push_back({s, {K::profile}});
     seq.push_back({s, {K::finalize}});
   }
   seq.push_back({std::max(0, s - 1), {K::teardown}});
@@ -183,6 +184,7 @@ std::chrono::milliseconds limit_for(const Phase& phase, const Deadlines& d) {
     case Phase::Kind::init: return d.init;
     case Phase::Kind::trial: return d.trial;
     case Phase::Kind::timing: return d.timing;
+    case Phase::Kind::profile: return d.profile;
     case Phase::Kind::finalize: return d.finalize;
     case Phase::Kind::teardown: return d.teardown;
   }
@@ -307,6 +309,17 @@ class JobRunner {
         }
         note({Cause::reported, st.value_or(Status::runtime_error), r, phase, m.body.value("message", std::string()),
               Clock::now()});
+        break;
+      }
+      case MsgKind::profile: {
+        StepResult& sr = step_of(m.body);
+        require(s.phase.kind == Phase::Kind::profile && s.step == m.body.at("step").get<int>(),
+                "a profile frame outside the profile phase");
+        if (sr.profile.empty()) sr.profile.resize(ranks_.size());
+        require(sr.profile[r].is_null(), "a second profile frame for one step");
+        // What the activity says is the solution's process's word: eval/profile_out.cpp reads it
+        // as such, and nothing in it reaches a verdict.
+        sr.profile[r] = std::move(m.body);
         break;
       }
       case MsgKind::done:

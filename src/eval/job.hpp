@@ -20,6 +20,7 @@ struct Deadlines {
   std::chrono::milliseconds init{120'000};  // pkb_init
   std::chrono::milliseconds trial{60'000};  // each correctness trial
   std::chrono::milliseconds timing{300'000};  // the whole timed phase
+  std::chrono::milliseconds profile{60'000};  // --profile: CUPTI's start, the profiled calls, the flush
   std::chrono::milliseconds finalize{60'000};  // pkb_finalize
   std::chrono::milliseconds teardown{20'000};  // NCCL teardown after results are in (not charged)
   std::chrono::milliseconds grace{300};  // after a first failure, time to collect its cause
@@ -56,6 +57,9 @@ struct StepResult {
   std::vector<RankTiming> graph;  // [rank] (graph replay timing, when asked for)
   std::vector<std::vector<CallCommit>> calls;  // [rank][timed call], committed as the calls ran
   std::vector<int> full_calls;  // the timed calls whose outputs came back whole
+  /// [rank] the profile frame's body (--profile): {"step", "activity": RankProfile JSON} or
+  /// {"step", "error": why not}; the solution's process's word, never part of a verdict.
+  std::vector<nlohmann::json> profile;
   bool complete = false;  // every rank reached the step's end
 };
 

@@ -149,6 +149,28 @@ TEST(Plan, TheWorkersPlanHoldsNoSecret) {
   EXPECT_EQ(full_check_calls(st.seed, 2, 5).size(), 2u);
 }
 
+// --profile: every rank's frame reaches the step; a rank without CUPTI sends its reason, and the
+// job is still ok; a job without --profile has no profile phase.
+TEST_F(JobTest, AProfiledJobDeliversEveryRanksProfileAndAMissingOneChangesNothing) {
+  auto profiled = [](JobConfig& c) {
+    for (auto& p : c.plans)
+      for (auto& s : p.steps) s.profile_calls = 5;
+  };
+  auto r = run("ok", 2, true, 2, false, std::chrono::milliseconds(0), profiled);
+  EXPECT_EQ(r.status, Status::ok) << r.message;
+  for (auto& st : r.steps) {
+    ASSERT_EQ(st.profile.size(), 2u);
+    EXPECT_EQ(st.profile[1]["activity"]["calls"].size(), 1u) << st.profile[1];
+  }
+  auto refused = run("nocupti:1", 2, true, 1, false, std::chrono::milliseconds(0), profiled);
+  EXPECT_EQ(refused.status, Status::ok) << refused.message;  // no profile is no failure
+  ASSERT_EQ(refused.steps[0].profile.size(), 2u);
+  EXPECT_EQ(refused.steps[0].profile[1]["error"], "CUPTI cannot enable an activity kind: fake");
+  auto plain = run("ok", 2, true, 1);  // without --profile: no profile phase, no frames
+  EXPECT_EQ(plain.status, Status::ok) << plain.message;
+  EXPECT_TRUE(plain.steps[0].profile.empty());
+}
+
 // A timing report without the calls committed one by one, or a call committed twice, breaks the
 // protocol: the per-call commits are what the checks and the driver's clock rest on.
 TEST_F(JobTest, TimedCallsMustBeCommittedOneByOne) {

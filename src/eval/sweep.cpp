@@ -9,6 +9,7 @@
 #include "core/philox.hpp"
 #include "core/strings.hpp"
 #include "eval/internal.hpp"
+#include "eval/profile_out.hpp"
 #include "roofline/roofline.hpp"
 
 namespace pkb {
@@ -142,7 +143,8 @@ std::vector<SweepRow> run_sweep(const SweepOptions& o) {
     // Whole outputs travel to the driver only up to 64 MiB per rank; larger sizes are verified
     // through every timed call's fingerprint and samples.
     int trials = out_bytes <= (64u << 20) ? o.eval.trials : 0;
-    steps.push_back(Step{&inst, inst.size_name, rng::mix64(p.seed + steps.size()), trials, tp});
+    steps.push_back(Step{&inst, inst.size_name, rng::mix64(p.seed + steps.size()), trials, tp,
+                         o.eval.profile_dir.empty() ? 0 : kProfileCalls});
     row.record = start_record(o.eval, p, inst, "sweep");
     row.record.trials = trials;
     rows.push_back(std::move(row));
@@ -172,6 +174,9 @@ std::vector<SweepRow> run_sweep(const SweepOptions& o) {
     } else {
       conclude_size(p, *insts[s], base, with_candidate ? &cand : nullptr, s, rows[s]);
     }
+    std::vector<ProfiledJob> jobs{{"baseline", &base}};
+    if (with_candidate) jobs.emplace_back("candidate", base.status == Status::ok ? &cand : nullptr);
+    attach_profiles(o.eval, *insts[s], p.spec.stem + "-" + steps[s].name, jobs, rec, s);
     finish_record(o.eval, rec, t0);
   }
   return rows;

@@ -58,6 +58,19 @@ std::string roofline_text(const json& roofline) {
   return fmt::format("{:.0f}% of the roofline{}{}", roofline["pct"].get<double>(), floor, bound);
 }
 
+/// The candidate's profile summary (pkb eval --profile, eval/profile_out.hpp), already bounded to
+/// 2 KB by the record, as a block for the next prompt; "" where no profile was collected.
+std::string profile_text(const json& profile) {
+  if (!profile.is_object() || !profile.contains("sides") || !profile["sides"].is_array()) return "";
+  for (auto& s : profile["sides"]) {
+    if (!s.is_object() || s.value("label", std::string()) != "candidate" || !s.value("collected", false)) continue;
+    if (!s.contains("text") || !s["text"].is_string()) return "";
+    return "Profile of your solution (CUPTI, a few calls after the timed ones; per call the slowest rank):\n```\n" +
+           s["text"].get<std::string>() + "```\n";
+  }
+  return "";
+}
+
 FeedbackKind kind_for(Status s) {
   switch (s) {
     case Status::ok: return FeedbackKind::passed;
@@ -79,7 +92,8 @@ TemplateVars feedback_vars(int steps_left, double target_speedup) {
           {"speedup", "not timed"},
           {"baseline_us", "?"},
           {"candidate_us", "?"},
-          {"roofline", "roofline not measured"}};
+          {"roofline", "roofline not measured"},
+          {"profile", ""}};
 }
 
 std::string render_feedback(const PromptTemplates& t, FeedbackKind kind, const TemplateVars& v) {
@@ -97,6 +111,7 @@ std::string feedback_message(const PromptTemplates& t, const EvalRecord& r, int 
   if (r.baseline_timing.measured) v["baseline_us"] = fmt::format("{:.1f}", r.baseline_timing.us.median);
   if (r.candidate_timing.measured) v["candidate_us"] = fmt::format("{:.1f}", r.candidate_timing.us.median);
   v["roofline"] = roofline_text(r.roofline);
+  v["profile"] = profile_text(r.profile);
   if (kind == FeedbackKind::compile_error) v["details"] = head(r.compile_log.empty() ? r.message : r.compile_log);
   if (kind == FeedbackKind::mismatch || kind == FeedbackKind::flagged) v["details"] = failed_checks_text(r);
   if (kind == FeedbackKind::runtime_failure) {

@@ -228,7 +228,8 @@ TEST(Feedback, LongCompilerLogsAreCutAtTheirHead) {
 
 TEST(Feedback, EveryTemplateMayUseEveryDocumentedPlaceholder) {
   std::string toml = read_file(pkb_home() / "prompts" / "prompts.toml");
-  const std::string all = "{status}{message}{details}{steps_left}{target_speedup}{speedup}{baseline_us}{candidate_us}{roofline}";
+  const std::string all =
+      "{status}{message}{details}{steps_left}{target_speedup}{speedup}{baseline_us}{candidate_us}{roofline}{profile}";
   for (FeedbackKind k : kAllFeedbackKinds) {
     PromptTemplates t = parse_templates(toml, "prompts.toml");
     t.feedback[k] = all;
@@ -237,6 +238,23 @@ TEST(Feedback, EveryTemplateMayUseEveryDocumentedPlaceholder) {
     EXPECT_NO_THROW(feedback_message(t, r, 1, 1.0)) << to_string(k);
     EXPECT_NO_THROW(no_code_feedback(t, 1, 1.0)) << to_string(k);
   }
+}
+
+TEST(Feedback, TheCandidatesProfileSummaryGoesIntoTheNextPrompt) {
+  PromptTemplates t = load_templates(pkb_home() / "prompts" / "prompts.toml");
+  EvalRecord r;
+  r.status = Status::ok;
+  EXPECT_EQ(feedback_message(t, r, 1, 1.0).find("Profile of your solution"), std::string::npos);  // no --profile
+  std::string text = "candidate: 5 profiled calls, median 0.0412 ms (slowest rank per call)\n";
+  r.profile = {{"sides",
+                {{{"label", "baseline"}, {"collected", true}, {"text", "baseline: 5 profiled calls\n"}},
+                 {{"label", "candidate"}, {"collected", true}, {"text", text}}}}};
+  std::string fb = feedback_message(t, r, 1, 1.0);
+  EXPECT_NE(fb.find("Profile of your solution"), std::string::npos) << fb;
+  EXPECT_NE(fb.find(text), std::string::npos) << fb;
+  EXPECT_EQ(fb.find("baseline: 5 profiled calls"), std::string::npos) << fb;  // only the candidate's
+  r.profile["sides"][1] = {{"label", "candidate"}, {"collected", false}, {"reason", "CUPTI ..."}};
+  EXPECT_EQ(feedback_message(t, r, 1, 1.0).find("Profile of your solution"), std::string::npos);
 }
 
 TEST(Feedback, EveryStatusHasAMessage) {

@@ -94,49 +94,83 @@ bool is_harness(const Activity& a) {
          (a.name.find("barrier_delay_kernel") != std::string::npos || a.name.find("pkb::worker::") != std::string::npos);
 }
 
+std::vector<Call> calls_between_marks(const std::vector<Activity>& activity, int calls, std::string_view mark) {
+  std::vector<const Activity*> marks;
+  for (const Activity& a : activity)
+    if (a.kind == Activity::Kind::kernel && a.name.find(mark) != std::string::npos) marks.push_back(&a);
+  std::sort(marks.begin(), marks.end(), [](const Activity* x, const Activity* y) { return x->start_ns < y->start_ns; });
+  if (calls < 0 || marks.size() != 2 * static_cast<size_t>(calls))
+    throw Error(Errc::invalid_argument,
+                fmt::format("{} of the {} marks ({}) around {} profiled calls", marks.size(), 2 * calls, mark, calls));
+  std::vector<Call> out;
+  for (size_t c = 0; c < static_cast<size_t>(calls); ++c) {
+    const Activity &before = *marks[2 * c], &after = *marks[2 * c + 1];
+    if (after.start_ns < before.end_ns)
+      throw Error(Errc::invalid_argument, fmt::format("the marks around profiled call {} overlap", c));
+    out.push_back({before.end_ns, after.start_ns});
+  }
+  return out;
+}
+
+RankProfile rank_from_json(const json& r) {
+  RankProfile rp;
+  try {
+    rp.rank = r.at("rank").get<int>();
+    for (auto& a : r.at("activity")) {
+      Activity x;
+      x.kind = parse_kind(a.at("kind").get<std::string>());
+      x.name = a.at("name").get<std::string>();
+      x.stream = a.value("stream", 0u);
+      x.start_ns = a.at("start").get<uint64_t>();
+      x.end_ns = a.at("end").get<uint64_t>();
+      x.bytes = a.value("bytes", uint64_t{0});
+      if (x.end_ns < x.start_ns)
+        throw Error(Errc::invalid_argument,
+                    "profile: rank " + std::to_string(rp.rank) + ": '" + x.name + "' ends before it starts");
+      rp.activity.push_back(std::move(x));
+    }
+    for (auto& c : r.at("calls")) {
+      Call call{c.at("start").get<uint64_t>(), c.at("end").get<uint64_t>()};
+      if (call.end_ns < call.start_ns)
+        throw Error(Errc::invalid_argument, "profile: rank " + std::to_string(rp.rank) + ": a call ends before it starts");
+      rp.calls.push_back(call);
+    }
+    rp.dropped = r.value("dropped", uint64_t{0});
+  } catch (const json::exception& e) {
+    throw Error(Errc::invalid_argument, std::string("profile: malformed activity: ") + e.what());
+  }
+  return rp;
+}
+
 SideProfile side_from_json(const json& j) {
   SideProfile s;
   try {
     s.label = j.at("label").get<std::string>();
     if (j.contains("algbw_bytes")) s.algbw_bytes = j["algbw_bytes"].get<double>();
     if (j.contains("hbm_bytes")) s.hbm_bytes = j["hbm_bytes"].get<double>();
-    for (auto& r : j.at("ranks")) {
-      RankProfile rp;
-      rp.rank = r.at("rank").get<int>();
-      for (auto& a : r.at("activity")) {
-        Activity x;
-        x.kind = parse_kind(a.at("kind").get<std::string>());
-        x.name = a.at("name").get<std::string>();
-        x.stream = a.value("stream", 0u);
-        x.start_ns = a.at("start").get<uint64_t>();
-        x.end_ns = a.at("end").get<uint64_t>();
-        x.bytes = a.value("bytes", uint64_t{0});
-        if (x.end_ns < x.start_ns)
-          throw Error(Errc::invalid_argument,
-                      "profile: rank " + std::to_string(rp.rank) + ": '" + x.name + "' ends before it starts");
-        rp.activity.push_back(std::move(x));
-      }
-      for (auto& c : r.at("calls")) rp.calls.push_back({c.at("start").get<uint64_t>(), c.at("end").get<uint64_t>()});
-      s.ranks.push_back(std::move(rp));
-    }
+    for (auto& r : j.at("ranks")) s.ranks.push_back(rank_from_json(r));
   } catch (const json::exception& e) {
     throw Error(Errc::invalid_argument, std::string("profile: malformed activity: ") + e.what());
   }
   return s;
 }
 
+json to_json(const RankProfile& r) {
+  json acts = json::array(), calls = json::array();
+  for (auto& a : r.activity) {
+    json x{{"kind", kind_name(a.kind)}, {"name", a.name}, {"stream", a.stream}, {"start", a.start_ns}, {"end", a.end_ns}};
+    if (a.bytes) x["bytes"] = a.bytes;
+    acts.push_back(std::move(x));
+  }
+  for (auto& c : r.calls) calls.push_back({{"start", c.start_ns}, {"end", c.end_ns}});
+  json j{{"rank", r.rank}, {"activity", acts}, {"calls", calls}};
+  if (r.dropped) j["dropped"] = r.dropped;
+  return j;
+}
+
 json to_json(const SideProfile& side) {
   json ranks = json::array();
-  for (auto& r : side.ranks) {
-    json acts = json::array(), calls = json::array();
-    for (auto& a : r.activity) {
-      json x{{"kind", kind_name(a.kind)}, {"name", a.name}, {"stream", a.stream}, {"start", a.start_ns}, {"end", a.end_ns}};
-      if (a.bytes) x["bytes"] = a.bytes;
-      acts.push_back(std::move(x));
-    }
-    for (auto& c : r.calls) calls.push_back({{"start", c.start_ns}, {"end", c.end_ns}});
-    ranks.push_back({{"rank", r.rank}, {"activity", acts}, {"calls", calls}});
-  }
+  for (auto& r : side.ranks) ranks.push_back(to_json(r));
   json j{{"label", side.label}, {"ranks", ranks}};
   if (side.algbw_bytes) j["algbw_bytes"] = *side.algbw_bytes;
   if (side.hbm_bytes) j["hbm_bytes"] = *side.hbm_bytes;
@@ -153,6 +187,7 @@ Summary summarize(const SideProfile& side) {
   s.calls = static_cast<int>(calls);
   std::vector<double> per_call(calls, 0.0);
   for (auto& r : side.ranks) {
+    s.dropped += r.dropped;
     std::vector<Interval> call_iv;
     for (size_t i = 0; i < calls; ++i) {
       call_iv.emplace_back(r.calls[i].start_ns, r.calls[i].end_ns);
@@ -218,6 +253,8 @@ std::string summary_text(const Summary& s, int max_kernels) {
   for (auto& r : s.ranks)
     t += fmt::format("    rank {}: {:5.1f}% | {:.4f} ms | {:5.1f}% | {:.4f} ms\n", r.rank, 100 * r.busy, r.communication_ms,
                      100 * r.overlap, r.harness_ms);
+  if (s.dropped)
+    t += fmt::format("  {} activity records past the per-rank limit were left out: the figures above undercount\n", s.dropped);
   return t;
 }
 
@@ -237,11 +274,14 @@ json chrome_trace(const std::vector<SideProfile>& sides) {
       int pid = static_cast<int>(si) * 1000 + r.rank;
       events.push_back({{"name", "process_name"},
                         {"ph", "M"},
+                        {"ts", 0},
                         {"pid", pid},
                         {"tid", 0},
                         {"args", {{"name", side.label + " rank " + std::to_string(r.rank)}}}});
-      events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"args", {{"sort_index", pid}}}});
-      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", "calls (pkb_run)"}}}});
+      events.push_back(
+          {{"name", "process_sort_index"}, {"ph", "M"}, {"ts", 0}, {"pid", pid}, {"tid", 0}, {"args", {{"sort_index", pid}}}});
+      events.push_back(
+          {{"name", "thread_name"}, {"ph", "M"}, {"ts", 0}, {"pid", pid}, {"tid", 0}, {"args", {{"name", "calls (pkb_run)"}}}});
       std::map<uint32_t, bool> streams;
       for (size_t i = 0; i < r.calls.size(); ++i)
         events.push_back({{"name", "call " + std::to_string(i)},
@@ -257,6 +297,7 @@ json chrome_trace(const std::vector<SideProfile>& sides) {
           streams[a.stream] = true;
           events.push_back({{"name", "thread_name"},
                             {"ph", "M"},
+                            {"ts", 0},
                             {"pid", pid},
                             {"tid", tid},
                             {"args", {{"name", "stream " + std::to_string(a.stream)}}}});

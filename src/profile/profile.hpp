@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace pkb::profile {
@@ -31,6 +32,7 @@ struct RankProfile {
   int rank = 0;
   std::vector<Activity> activity;
   std::vector<Call> calls;  // in order; call i of every rank is the same call
+  uint64_t dropped = 0;  // records the rank left out past its limit (the figures then undercount)
 };
 
 /// One side of an eval (baseline or candidate), or the one job of a `pkb run`.
@@ -68,11 +70,20 @@ struct Summary {
   std::vector<KernelShare> kernels;  // most time first
   std::vector<RankSummary> ranks;
   std::optional<double> link_gbps, hbm_gbps;  // counted bytes / median call
+  uint64_t dropped = 0;  // all ranks' dropped records
 };
+
+/// The intervals of `calls` calls, each between two kernels named `mark` (a name part) on its rank:
+/// from the end of the one before the call to the start of the one after it, in time order. Throws
+/// Error(invalid_argument) saying how many marks there were when there are not 2 * `calls`.
+std::vector<Call> calls_between_marks(const std::vector<Activity>& activity, int calls, std::string_view mark);
 
 /// Reads one side's activity; throws Error(invalid_argument) naming what is malformed.
 SideProfile side_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const SideProfile& side);
+/// One rank's part of the above: {"rank", "activity": [...], "calls": [...]} (what a worker reports).
+RankProfile rank_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const RankProfile& rank);
 
 Summary summarize(const SideProfile& side);
 /// The summary in at most `max_kernels` kernel lines and a few more (for people and for prompts).

@@ -83,7 +83,8 @@ TEST(Profile, BarrierInsideACallIsCountedAsPkbs) {
   EXPECT_NEAR(summarize(s).ranks[0].harness_ms, 0.019, 1e-12);
 }
 
-/// The Chrome trace event format's rules that viewers rely on.
+/// The Chrome trace event format's rules that viewers rely on: every event has name, ph, ts, pid
+/// and tid; a complete event ('X') has dur; a metadata event ('M') has args.
 void expect_valid_chrome_trace(const nlohmann::json& t) {
   ASSERT_TRUE(t.is_object());
   ASSERT_TRUE(t.at("traceEvents").is_array());
@@ -92,8 +93,9 @@ void expect_valid_chrome_trace(const nlohmann::json& t) {
     std::string ph = e.at("ph").get<std::string>();
     ASSERT_TRUE(ph == "X" || ph == "M") << e;
     ASSERT_TRUE(e.at("pid").is_number_integer() && e.at("tid").is_number_integer()) << e;
+    ASSERT_TRUE(e.contains("ts") && e["ts"].is_number()) << e;  // required of every event
     if (ph == "X") {
-      ASSERT_TRUE(e.at("ts").is_number() && e.at("dur").is_number()) << e;
+      ASSERT_TRUE(e.contains("dur") && e["dur"].is_number()) << e;
       EXPECT_GE(e["dur"].get<double>(), 0) << e;
     } else {
       ASSERT_TRUE(e.at("args").is_object()) << e;
@@ -142,12 +144,55 @@ TEST(Profile, ActivityRoundTripsAndMalformedActivityIsNamed) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("unknown activity kind 'graph'"), std::string::npos) << e.what();
   }
+  // Records a rank had to leave out travel with it and are said in the summary.
+  EXPECT_EQ(summary_text(summarize(s)).find("left out"), std::string::npos);
+  s.ranks[1].dropped = 12;
+  back = side_from_json(to_json(s));
+  EXPECT_EQ(back.ranks[1].dropped, 12u);
+  EXPECT_EQ(summarize(back).dropped, 12u);
+  EXPECT_NE(summary_text(summarize(back)).find("12 activity records past the per-rank limit were left out"), std::string::npos);
   bad = to_json(s);
   bad["ranks"][1]["activity"][0]["end"] = 0;
   EXPECT_THROW(side_from_json(bad), Error);
   bad = to_json(s);
   bad["ranks"][0].erase("calls");
   EXPECT_THROW(side_from_json(bad), Error);
+}
+
+// The runner's marks give the calls: two per call, in time order whatever order CUPTI delivered
+// them in, and a count that is not 2 per call is an error that says how many there were.
+TEST(Profile, CallsLieBetweenTheirMarks) {
+  const std::string mark = "pkb::worker::(anonymous namespace)::profile_mark_kernel()";
+  std::vector<Activity> a = {
+      {Activity::Kind::kernel, mark, 7, 300, 302, 0},  // after call 1
+      {Activity::Kind::kernel, "gemm", 7, 110, 180, 0},  {Activity::Kind::kernel, mark, 7, 100, 104, 0},  // before call 0
+      {Activity::Kind::memcpy, "PtoP", 7, 190, 195, 64}, {Activity::Kind::kernel, mark, 7, 200, 201, 0},  // after call 0
+      {Activity::Kind::kernel, mark, 7, 250, 252, 0},  // before call 1
+  };
+  std::vector<Call> calls = calls_between_marks(a, 2, "profile_mark_kernel");
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].start_ns, 104u);
+  EXPECT_EQ(calls[0].end_ns, 200u);
+  EXPECT_EQ(calls[1].start_ns, 252u);
+  EXPECT_EQ(calls[1].end_ns, 300u);
+  EXPECT_TRUE(is_harness(a[0])) << "the marks are pkb's, not the solution's compute";
+  try {
+    calls_between_marks(a, 3, "profile_mark_kernel");
+    ADD_FAILURE() << "4 marks were taken for 3 calls";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("4 of the 6 marks"), std::string::npos) << e.what();
+  }
+  a.pop_back();
+  EXPECT_THROW(calls_between_marks(a, 2, "profile_mark_kernel"), Error);
+  // Two marks that overlap (a stream that is not the call's, or clocks gone wrong) give no call.
+  std::vector<Activity> overlapping = {{Activity::Kind::kernel, mark, 7, 100, 160, 0},
+                                       {Activity::Kind::kernel, mark, 9, 150, 170, 0}};
+  try {
+    calls_between_marks(overlapping, 1, "profile_mark_kernel");
+    ADD_FAILURE() << "overlapping marks were taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("overlap"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

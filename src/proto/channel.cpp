@@ -25,6 +25,7 @@ std::string_view to_string(MsgKind k) {
     case MsgKind::grant: return "grant";
     case MsgKind::op: return "op";
     case MsgKind::reply: return "reply";
+    case MsgKind::profile: return "profile";
   }
   return "unknown";
 }
@@ -69,7 +70,7 @@ bool read_all(int fd, char* p, size_t n, bool at_frame_start) {
 
 void check_header(const Header& h) {
   if (h.magic != kFrameMagic) fail(Errc::protocol_error, "control channel: bad frame magic");
-  if (h.kind < static_cast<uint32_t>(MsgKind::plan) || h.kind > static_cast<uint32_t>(MsgKind::reply))
+  if (h.kind < static_cast<uint32_t>(MsgKind::plan) || h.kind > static_cast<uint32_t>(MsgKind::profile))
     fail(Errc::protocol_error, "control channel: unknown message kind " + std::to_string(h.kind));
   if (h.body_len > kMaxBodyBytes) fail(Errc::protocol_error, "control channel: message body too large");
   if (h.blob_len > kMaxBlobBytes) fail(Errc::protocol_error, "control channel: message blob too large");

@@ -27,6 +27,7 @@ enum class MsgKind : uint32_t {
   grant,  // driver -> worker: call i's sample key and full-check flag, call i+1's seed
   op,  // checker -> runner (the two processes of one rank): what to do next
   reply,  // runner -> checker: what it did
+  profile,  // worker -> driver: the profiled calls' GPU activity of one step (--profile), or why there is none
 };
 
 std::string_view to_string(MsgKind k);

@@ -156,6 +156,21 @@ TEST(Plan, TheConfinementReachesTheRunnerAndIsOffWhenAbsent) {
   EXPECT_FALSE(nlohmann::json(p).get<WorkerPlan>().confine.enabled);
 }
 
+TEST(Plan, OnlyAProfiledJobAsksForAProfile) {
+  WorkerPlan p;
+  p.nccl_id_hex = std::string(256, 'a');
+  p.steps = {StepPlan{}};
+  std::string text = nlohmann::json(seal_for_runner(seal_for_worker(p))).dump();
+  EXPECT_EQ(text.find("profile"), std::string::npos) << text;  // no --profile: the plan says nothing of it
+  EXPECT_EQ(nlohmann::json(p).get<WorkerPlan>().steps[0].profile_calls, 0);
+  p.steps[0].profile_calls = 5;
+  WorkerPlan r = nlohmann::json(seal_for_runner(seal_for_worker(p))).get<WorkerPlan>();
+  EXPECT_EQ(r.steps[0].profile_calls, 5);
+  nlohmann::json bad = p;
+  bad["steps"][0]["profile_calls"] = kMaxProfileCalls + 1;
+  EXPECT_THROW(bad.get<WorkerPlan>(), Error);
+}
+
 TEST(Plan, JsonRoundTrip) {
   WorkerPlan p;
   p.role = "candidate";

@@ -10,7 +10,7 @@ using K = Phase::Kind;
 
 TEST(Phase, EveryPhaseReadsBackAsItsWord) {
   for (Phase p : {Phase{K::start}, Phase{K::setup}, Phase{K::load}, Phase{K::init}, Phase{K::trial, 0}, Phase{K::trial, 17},
-                  Phase{K::timing}, Phase{K::finalize}, Phase{K::teardown}}) {
+                  Phase{K::timing}, Phase{K::profile}, Phase{K::finalize}, Phase{K::teardown}}) {
     auto back = Phase::parse(p.name());
     ASSERT_TRUE(back) << p.name();
     EXPECT_EQ(*back, p) << p.name();

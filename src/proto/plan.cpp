@@ -83,6 +83,7 @@ void to_json(json& j, const StepPlan& s) {
   j = json{{"name", s.name},          {"inputs", s.inputs},      {"outputs", s.outputs},         {"params", params},
            {"float_params", fparams}, {"trial_params", tparams}, {"trial_seeds", s.trial_seeds}, {"warmup_seed", s.warmup_seed},
            {"trials", s.trials},      {"timing", s.timing}};
+  if (s.profile_calls > 0) j["profile_calls"] = s.profile_calls;
   // s.seed stays with the driver: it is never serialized.
 }
 void from_json(const json& j, StepPlan& s) {
@@ -100,6 +101,8 @@ void from_json(const json& j, StepPlan& s) {
   s.warmup_seed = j.at("warmup_seed").get<uint64_t>();
   s.trials = j.at("trials").get<int>();
   s.timing = j.at("timing").get<TimingPlan>();
+  s.profile_calls = j.value("profile_calls", 0);
+  if (s.profile_calls < 0 || s.profile_calls > kMaxProfileCalls) fail(Errc::protocol_error, "plan: profile_calls out of range");
 }
 
 void to_json(json& j, const WorkerPlan& p) {

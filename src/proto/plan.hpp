@@ -68,6 +68,10 @@ struct StepPlan {
   uint64_t warmup_seed = 0;
   int trials = 1;
   TimingPlan timing;
+  /// `--profile`: calls run after the timed phase and its checks, with CUPTI recording the GPU's
+  /// activity (worker/cupti.hpp); their outputs are not checked and their times enter no timing
+  /// record. 0 (every job without --profile): no profile phase, and the plan's JSON says nothing.
+  int profile_calls = 0;
 };
 
 /// What the runner (the solution's process) confines itself to before it touches the GPU
@@ -111,6 +115,10 @@ void from_json(const nlohmann::json& j, WorkerPlan& p);
 /// sees inputs no earlier call saw.
 inline constexpr uint64_t kWarmupStream = 1ull << 36;
 inline constexpr uint64_t kTimedStream = 1ull << 37;
+/// Profiled call i (StepPlan::profile_calls) takes its inputs from the warm-up seed and stream
+/// kProfileStream + i: neither timed nor checked, like the warm-up calls.
+inline constexpr uint64_t kProfileStream = 1ull << 38;
+inline constexpr int kMaxProfileCalls = 100;
 inline constexpr uint64_t kPoisonStream = 1ull << 40;
 inline constexpr uint64_t kSampleStream = 1ull << 41;
 

@@ -81,6 +81,7 @@ json to_json(const EvalRecord& r) {
   };
   if (r.failed_rank >= 0) j["failure"] = {{"rank", r.failed_rank}, {"phase", r.failed_phase}, {"log_tail", r.log_tail}};
   if (!r.compile_log.empty()) j["compile_log"] = r.compile_log;
+  if (!r.profile.is_null()) j["profile"] = r.profile;
   if (!r.full.empty()) {
     json cells = json::array();
     for (auto& c : r.full) cells.push_back(to_json(c));

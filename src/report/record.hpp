@@ -123,6 +123,10 @@ struct EvalRecord {
   /// `pkb eval --full`'s summary: every cell of the matrix with its sub-verdict (written only when
   /// not empty).
   std::vector<FullCell> full;
+  /// --profile DIR (eval/profile_out.hpp): the files written per side, each side's median profiled
+  /// call and summary text, or "collected": false with the reason; null without --profile. Nothing
+  /// here enters the verdict: it is what the profiled calls showed, after the timed ones.
+  nlohmann::json profile = nullptr;
 
   double wall_s = 0;
 };

@@ -21,8 +21,7 @@ __global__ void generate_kernel(void* data, DType dtype, size_t n, Dist dist, ui
 
 template <typename T>
 __global__ void fill_kernel(T* data, size_t n, T value) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
-    data[i] = value;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) data[i] = value;
 }
 
 __device__ bool nonfinite_bits(DType d, uint64_t b) {
@@ -48,8 +47,7 @@ __global__ void check_kernel(const T* data, DType dtype, size_t numel, T poison,
   const uint32_t* words = reinterpret_cast<const uint32_t*>(data);
   const size_t nwords = bytes / 4;
   const size_t stride = size_t(gridDim.x) * blockDim.x;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < nwords; i += stride)
-    digest += digest_word(words[i], i);
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < nwords; i += stride) digest += digest_word(words[i], i);
   if (bytes % 4 && blockIdx.x == 0 && threadIdx.x == 0) {  // zero-padded tail word
     uint32_t w = 0;
     const unsigned char* p = reinterpret_cast<const unsigned char*>(data) + nwords * 4;
@@ -98,6 +96,8 @@ __global__ void peer_pointers_kernel(ncclWindow_t win, int world, int rank, int 
   out[r] = (lsa_peer >= 0 && lsa_peer < lsa_size) ? ncclGetLsaPointer(win, 0, lsa_peer) : nullptr;
 }
 
+__global__ void profile_mark_kernel() {}
+
 __global__ void spin_kernel(long long ns) {
   unsigned long long t0, t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
@@ -106,6 +106,11 @@ __global__ void spin_kernel(long long ns) {
 }
 
 }  // namespace
+
+void launch_profile_mark(cudaStream_t s) {
+  profile_mark_kernel<<<1, 1, 0, s>>>();
+  CUDA_CHECK(cudaGetLastError());
+}
 
 void launch_generate(void* data, DType dtype, size_t numel, const Dist& dist, uint64_t key, cudaStream_t s) {
   if (numel == 0) return;
@@ -139,15 +144,22 @@ void launch_check(const void* data, DType dtype, size_t numel, uint64_t poison, 
   CUDA_CHECK(cudaGetLastError());
 }
 
-void launch_gather_samples(const void* data, size_t elem_size, const uint64_t* positions, int k, void* out,
-                           cudaStream_t s) {
+void launch_gather_samples(const void* data, size_t elem_size, const uint64_t* positions, int k, void* out, cudaStream_t s) {
   if (k == 0) return;
   int g = (k + kThreads - 1) / kThreads;
   switch (elem_size) {
-    case 1: gather_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint8_t*>(data), positions, k, static_cast<uint8_t*>(out)); break;
-    case 2: gather_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint16_t*>(data), positions, k, static_cast<uint16_t*>(out)); break;
-    case 4: gather_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint32_t*>(data), positions, k, static_cast<uint32_t*>(out)); break;
-    case 8: gather_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint64_t*>(data), positions, k, static_cast<uint64_t*>(out)); break;
+    case 1:
+      gather_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint8_t*>(data), positions, k, static_cast<uint8_t*>(out));
+      break;
+    case 2:
+      gather_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint16_t*>(data), positions, k, static_cast<uint16_t*>(out));
+      break;
+    case 4:
+      gather_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint32_t*>(data), positions, k, static_cast<uint32_t*>(out));
+      break;
+    case 8:
+      gather_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint64_t*>(data), positions, k, static_cast<uint64_t*>(out));
+      break;
     default: fail(Errc::internal, "gather: unsupported element size");
   }
   CUDA_CHECK(cudaGetLastError());
@@ -158,8 +170,7 @@ void launch_barrier_delay(const ncclDevComm& dc, double delay_us, cudaStream_t s
   CUDA_CHECK(cudaGetLastError());
 }
 
-void launch_peer_pointers(ncclWindow_t win, int world, int rank, int lsa_rank, int lsa_size, void** out,
-                          cudaStream_t s) {
+void launch_peer_pointers(ncclWindow_t win, int world, int rank, int lsa_rank, int lsa_size, void** out, cudaStream_t s) {
   peer_pointers_kernel<<<1, 64, 0, s>>>(win, world, rank, lsa_rank, lsa_size, out);
   CUDA_CHECK(cudaGetLastError());
 }

@@ -24,14 +24,16 @@ void launch_generate(void* data, DType dtype, size_t numel, const Dist& dist, ui
 void launch_fill_pattern(void* data, size_t elem_size, size_t numel, uint64_t pattern, cudaStream_t s);
 void launch_check(const void* data, DType dtype, size_t numel, uint64_t poison, CheckSlot* slot, cudaStream_t s);
 /// out[k] = element positions[k] of data (elem_size bytes each).
-void launch_gather_samples(const void* data, size_t elem_size, const uint64_t* positions, int k, void* out,
-                           cudaStream_t s);
+void launch_gather_samples(const void* data, size_t elem_size, const uint64_t* positions, int k, void* out, cudaStream_t s);
 /// An LSA barrier over every rank, then a GPU-side wait of `delay_us` (so the call that follows is
 /// already queued when the GPU reaches it).
 void launch_barrier_delay(const ncclDevComm& dc, double delay_us, cudaStream_t s);
 /// out[r] = rank r's address of the window (nullptr for ranks outside this rank's LSA team).
-void launch_peer_pointers(ncclWindow_t win, int world, int rank, int lsa_rank, int lsa_size, void** out,
-                          cudaStream_t s);
+void launch_peer_pointers(ncclWindow_t win, int world, int rank, int lsa_rank, int lsa_size, void** out, cudaStream_t s);
+/// An empty kernel on each side of a profiled call (--profile): CUPTI's records of it give the
+/// call's interval on the profile's clock. Its name, for finding it among the records:
+inline constexpr const char* kProfileMarkKernel = "profile_mark_kernel";
+void launch_profile_mark(cudaStream_t s);
 /// A kernel that spins for `us` microseconds (used to measure event and launch overheads in tests).
 void launch_spin(double us, cudaStream_t s);
 

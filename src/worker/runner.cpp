@@ -18,6 +18,7 @@
 #include "proc/confine.hpp"
 #include "proto/channel.hpp"
 #include "proto/plan.hpp"
+#include "worker/cupti.hpp"
 #include "worker/resources.hpp"
 #include "worker/runtime.hpp"
 #include "worker/session.hpp"
@@ -84,6 +85,8 @@ class Runner {
       else if (what == "warmup") warmup(op);
       else if (what == "span") span();
       else if (what == "graph") graph(op);
+      else if (what == "profile_start") profile_start();
+      else if (what == "profile_stop") profile_stop();
       else if (what == "finalize") finalize();
       else if (what == "teardown") {
         rt_->teardown();
@@ -206,11 +209,14 @@ class Runner {
     cudaStream_t s = rt_->stream();
     rt_->barrier(s, op.value("delay_us", 0.0));
     int timed = op.value("timed", -1);  // index of a timed call, -1: not timed
+    int profiled = recorder_ ? op.value("profile", -1) : -1;  // index of a profiled call (--profile)
     if (timed == 0) span_open_ = true;
+    if (profiled >= 0) recorder_->mark(s, profiled);
     CUDA_CHECK(cudaEventRecord(start_.get(), s));
     if (timed == 0) CUDA_CHECK(cudaEventRecord(span_start_.get(), s));
     call_run(in, out, op.at("params"));
     CUDA_CHECK(cudaEventRecord(stop_.get(), s));
+    if (profiled >= 0) recorder_->mark(s, profiled);
     if (timed >= 0) CUDA_CHECK(cudaEventRecord(span_stop_.get(), s));
     CUDA_CHECK(cudaEventRecord(returned_, s));
     send_message(fd_, {MsgKind::reply, json{{"ok", true}, {"stage", "returned"}}, {}});
@@ -316,6 +322,33 @@ class Runner {
     reply({{"ms", ms}, {"host_ms", host_ms}});
   }
 
+  /// --profile, after the timed phase: CUPTI starts recording (a machine without it says why, and the
+  /// eval goes on); the calls that follow with a "profile" index are marked; profile_stop returns it.
+  void profile_start() {
+    sync_or_fail("before the profiled calls");
+    try {
+      recorder_ = std::make_unique<ActivityRecorder>();
+    } catch (const Error& e) {
+      reply({{"unavailable", e.what()}});
+      return;
+    }
+    reply({});
+  }
+
+  void profile_stop() {
+    sync_or_fail("after the profiled calls");
+    if (!recorder_) {
+      reply({{"unavailable", "the profile was not started"}});
+      return;
+    }
+    std::unique_ptr<ActivityRecorder> r = std::move(recorder_);
+    try {
+      reply({{"activity", profile::to_json(r->finish(plan_.rank))}});
+    } catch (const Error& e) {
+      reply({{"unavailable", e.what()}});
+    }
+  }
+
   void finalize() {
     call_entry("pkb_finalize", guarded("pkb_finalize", [&] { return finalize_(rt_->ctx()); }));
     sync_or_fail("after pkb_finalize");
@@ -327,6 +360,7 @@ class Runner {
   WorkerPlan plan_;
   const StepPlan* step_ = nullptr;
   std::unique_ptr<Runtime> rt_;
+  std::unique_ptr<ActivityRecorder> recorder_;  // between profile_start and profile_stop
   std::map<int, ImportedSet> sets_;
   cudaEvent_t returned_ = nullptr;
   Event start_, stop_, span_start_, span_stop_;

@@ -160,6 +160,7 @@ void Session::run_step(int s) {
   runner_->call({{"op", "step"}, {"step", s}});
   for (int t = 0; t < step_->trials; ++t) run_trial(t);
   if (step_->timing.enabled) run_timing();
+  if (step_->profile_calls > 0) run_profile();
   enter("finalize");
   runner_->call({{"op", "finalize"}});
   ins_.clear();

@@ -1,9 +1,9 @@
 // One rank's checker (worker/runner.hpp has the split): hello -> setup (start the runner, which
 // joins NCCL) -> load (the runner loads the solution) -> for each step (a size): tensor sets shared
-// with the runner -> pkb_init -> correctness trials -> timed calls -> pkb_finalize -> done ->
-// teardown. The checker generates every input, poisons and fingerprints outputs, samples them and
-// reports to the driver; the runner only runs calls. Failures become a WorkerFailure with the
-// status the driver will record.
+// with the runner -> pkb_init -> correctness trials -> timed calls -> [profiled calls, with
+// --profile] -> pkb_finalize -> done -> teardown. The checker generates every input, poisons and
+// fingerprints outputs, samples them and reports to the driver; the runner only runs calls.
+// Failures become a WorkerFailure with the status the driver will record.
 #pragma once
 #include <memory>
 #include <stdexcept>
@@ -54,6 +54,7 @@ class Session {
   void run_trial(int trial);
   void run_timing();
   void run_graph_timing();
+  void run_profile();  // --profile (profiling.cpp)
   void send_timing(const nlohmann::json& body, std::string samples);
 
   // timing helpers (timing.cpp)

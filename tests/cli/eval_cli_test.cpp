@@ -63,6 +63,21 @@ TEST_F(EvalCli, UnsupportedDtypeAndWorldSizeAreNamed) {
                   "unknown dtype 'fp99' (bf16, fp16, fp32, fp64, int8, uint8, int32, int64, bool, fp8_e4m3)");
 }
 
+TEST_F(EvalCli, AProfileDirectoryThatCannotBeUsedIsRefusedBeforeTheGpus) {
+  std::ofstream(dir / "file") << "x";
+  std::string file = (dir / "file").string();
+  expect_rejected({"eval", "1", "--solution", "reference", "--profile", file}, "--profile " + file + ": not a directory");
+  expect_rejected({"run", "12", "--profile", file + "/sub"}, "cannot create the directory");
+  expect_rejected({"sweep", "1", "--solution", "reference", "--profile", file}, "not a directory");
+  expect_rejected({"eval", "1", "--solution", "reference", "--profile", (dir / "p").string(), "--interleave", "5"},
+                  "--profile does not go with --interleave");
+  expect_rejected({"eval", "1", "--solution", "reference", "--full", "--profile", (dir / "p").string()},
+                  "--profile profiles one eval: it does not go with --full");
+  auto help = testing::run_pkb({"eval", "--help"}, dir);
+  EXPECT_NE(help.out.find("--profile DIR"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("https://ui.perfetto.dev"), std::string::npos) << help.out;
+}
+
 TEST_F(EvalCli, UnknownLauncherIsNamedFromTheFlagAndFromTheEnvironment) {
   expect_rejected({"run", "1", "--launcher", "slurm"}, "--launcher: must be local or mpi, not 'slurm'");
   expect_rejected({"eval", "1", "--solution", "reference"}, "--launcher: must be local or mpi, not 'slurm'",

@@ -14,6 +14,7 @@
 //   earlytrial:R:PHASE      rank R sends the results of trial 1 while announcing PHASE
 //   slow:R:                 rank R spends 700 ms in every phase (each within its limit)
 //   nosamples               every rank reports its timed calls with no sampled values (nothing checked)
+//   nocupti:R               rank R's profile frame (a plan with profile_calls) says CUPTI refused
 //   nocommit                every rank sends its timing report without committing the calls one by one
 //   shorttimes              every rank's final report halves the call times it committed
 //   twice                   every rank commits timed call 0 twice
@@ -248,6 +249,17 @@ int main(int argc, char** argv) {
             {"outputs", outs},
             {"inputs", json::array()}},
            samples + full);
+    }
+    if (step.profile_calls > 0) {  // --profile: one call of 40 us with one kernel, or CUPTI refused
+      enter("profile");
+      uint64_t t = 1'000'000'000ull + 1000ull * static_cast<uint64_t>(rank);
+      json act{
+          {"rank", rank},
+          {"calls", {{{"start", t}, {"end", t + 40'000}}}},
+          {"activity", {{{"kind", "kernel"}, {"name", "ncclDevKernel_fake"}, {"stream", 7}, {"start", t}, {"end", t + 39'000}}}}};
+      if (mode.kind == "nocupti" && mode.rank == rank)
+        send(pkb::MsgKind::profile, {{"step", step_index}, {"error", "CUPTI cannot enable an activity kind: fake"}});
+      else send(pkb::MsgKind::profile, {{"step", step_index}, {"activity", act}});
     }
     enter("finalize");
   }

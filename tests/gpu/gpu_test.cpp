@@ -269,6 +269,29 @@ TEST_P(Gpu, SampleOneShotAllReducePasses) {
   }
 }
 
+// --profile: CUPTI records both sides of problems 1 and 12 after their timed calls; the traces are
+// written, and each side's median profiled call is within 10 % of the record's timed median.
+TEST_P(Gpu, ProfilesOfBothSidesAgreeWithTheTimedMedians) {
+  fs::path dir = fs::temp_directory_path() / ("pkb_gpu_profile_" + std::to_string(getpid()));
+  for (const char* problem : {"1", "12"}) {
+    auto r = pkb(with_world({"eval", problem, "--solution", "reference", "--size", "small", "--trials", "1", "--iters", "50",
+                             "--profile", dir.string()}));
+    ASSERT_EQ(r.record.value("status", ""), "ok") << problem << ": " << r.record.value("message", "") << "\n" << r.err;
+    EXPECT_NE(r.out.find("https://ui.perfetto.dev"), std::string::npos) << r.out;
+    const json& p = r.record["profile"];
+    ASSERT_TRUE(p.is_object()) << r.record.dump();
+    EXPECT_TRUE(fs::exists(p.value("merged", std::string()))) << p.dump();
+    for (auto& s : p["sides"]) {
+      ASSERT_TRUE(s.value("collected", false)) << problem << ": profile not collected: " << s.value("reason", "");
+      json trace = json::parse(std::ifstream(s["trace"].get<std::string>()));
+      EXPECT_GT(trace["traceEvents"].size(), 10u);
+      double timed_ms = r.record["timing"][s["label"].get<std::string>()]["median_us"].get<double>() / 1000;
+      EXPECT_NEAR(s["median_call_ms"].get<double>(), timed_ms, 0.10 * timed_ms) << problem << " " << s["label"];
+    }
+  }
+  fs::remove_all(dir);
+}
+
 // Every expert solution at every size class of its problem, checked like an eval (trials and every
 // timed call), in one job per side.
 TEST_P(Gpu, ExpertsPassAtEverySizeClass) {
