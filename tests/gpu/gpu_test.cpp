@@ -332,8 +332,8 @@ INSTANTIATE_TEST_SUITE_P(World, Gpu, ::testing::ValuesIn(kWorlds),
 /// The honest baseline's timed median (us) of problem 1 at `world`, the smaller of its two sides
 /// (an eval of the baseline as its own candidate times it twice); -1 if the eval did not end ok.
 double honest_baseline_us(const std::vector<std::string>& world) {
-  std::vector<std::string> a{"eval", "1", "--solution", "reference", "--size", "small", "--trials", "1", "--iters", "200",
-                             "--warmup", "50"};
+  std::vector<std::string> a{"eval",     "1", "--solution", "reference", "--size",   "small",
+                             "--trials", "1", "--iters",    "200",       "--warmup", "50"};
   a.insert(a.end(), world.begin(), world.end());
   auto r = pkb(a);
   if (r.record.value("status", "") != "ok") return -1;
@@ -372,8 +372,8 @@ class HonestProbe {
       if (again > 0 && (t < 0 || again < t)) t = again;
     }
     EXPECT_GT(t, 0) << name << ": the honest baseline eval after it did not end ok";
-    EXPECT_LE(t, level_us_ * (1 + limit_)) << name << ": the honest baseline after it took " << t << " us, against "
-                                            << level_us_ << " us before the suite (limit +" << 100 * limit_ << " %)";
+    EXPECT_LE(t, level_us_ * (1 + limit_)) << name << ": the honest baseline after it took " << t << " us, against " << level_us_
+                                           << " us before the suite (limit +" << 100 * limit_ << " %)";
     std::cout << "  " << name << " honest baseline after: " << t << " us (" << 100 * (t / level_us_ - 1) << " %)\n";
   }
 
