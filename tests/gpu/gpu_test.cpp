@@ -16,7 +16,8 @@
 //   EmulatedNodesSplitTheLsaTeam...  two emulated hosts: the LSA team splits, everything still passes
 // And once (it must run alone: it reads the GPUs' memory):
 //   Adversarial.EveryCase...         every solutions/adversarial/*.cu gets the verdict its header
-//                                    names, and leaves no process behind
+//                                    names, leaves no process behind, gives the GPUs' memory back,
+//                                    and an honest baseline right after it times as before the suite
 // gpu_test is a child subreaper: a worker orphaned by its driver is re-parented here, and "no
 // worker left behind" counts this process's descendants only, so shards side by side do not see
 // each other's workers.
@@ -351,6 +352,59 @@ extern "C" int pkb_finalize(pkb_context*) { return 0; }
 INSTANTIATE_TEST_SUITE_P(World, Gpu, ::testing::ValuesIn(kWorlds),
                          [](const auto& info) { return "W" + std::to_string(info.param); });
 
+/// The honest baseline's timed median (us) of problem 1 at `world`, the smaller of its two sides
+/// (an eval of the baseline as its own candidate times it twice); -1 if the eval did not end ok.
+double honest_baseline_us(const std::vector<std::string>& world) {
+  std::vector<std::string> a{"eval",     "1", "--solution", "reference", "--size",   "small",
+                             "--trials", "1", "--iters",    "200",       "--warmup", "50"};
+  a.insert(a.end(), world.begin(), world.end());
+  auto r = pkb(a);
+  if (r.record.value("status", "") != "ok") return -1;
+  const json& t = r.record["timing"];
+  return std::min(t["baseline"]["median_us"].get<double>(), t["candidate"]["median_us"].get<double>());
+}
+
+/// "Does the machine still time as it did?": the honest baseline before the suite (three evals:
+/// their median is the level, their range the run-to-run spread) and after each case. With one GPU
+/// per rank a case may leave it at most 3 % slower; with ranks sharing a GPU (NCCL's socket
+/// transport, whose times vary more from one eval to the next) at most 3 % or three times the
+/// measured spread, whichever is larger. A probe past the limit is taken again and the faster one
+/// counts: a transient blip passes, a process left running slows both.
+class HonestProbe {
+ public:
+  explicit HonestProbe(std::vector<std::string> world) : world_(std::move(world)) {
+    const bool shared = std::find(world_.begin(), world_.end(), "--oversubscribe") != world_.end();
+    std::vector<double> t;
+    for (int i = 0; i < 3; ++i) t.push_back(honest_baseline_us(world_));
+    std::sort(t.begin(), t.end());
+    if (t.front() <= 0) {
+      ADD_FAILURE() << "the honest baseline eval of problem 1 did not end ok before the suite";
+      return;
+    }
+    level_us_ = t[1];
+    double spread = (t[2] - t[0]) / level_us_;
+    limit_ = shared ? std::max(0.03, 3 * spread) : 0.03;
+    std::cout << "  honest baseline before the suite: " << t[0] << " / " << t[1] << " / " << t[2] << " us (spread "
+              << 100 * spread << " %); each case may leave it at most " << 100 * limit_ << " % slower\n";
+  }
+  void expect_unslowed_after(const std::string& name) const {
+    if (level_us_ <= 0) return;
+    double t = honest_baseline_us(world_);
+    if (t < 0 || t > level_us_ * (1 + limit_)) {
+      double again = honest_baseline_us(world_);
+      if (again > 0 && (t < 0 || again < t)) t = again;
+    }
+    EXPECT_GT(t, 0) << name << ": the honest baseline eval after it did not end ok";
+    EXPECT_LE(t, level_us_ * (1 + limit_)) << name << ": the honest baseline after it took " << t << " us, against " << level_us_
+                                           << " us before the suite (limit +" << 100 * limit_ << " %)";
+    std::cout << "  " << name << " honest baseline after: " << t << " us (" << 100 * (t / level_us_ - 1) << " %)\n";
+  }
+
+ private:
+  std::vector<std::string> world_;
+  double level_us_ = -1, limit_ = 0.03;
+};
+
 struct Case {
   fs::path file;
   std::string expect, problem, requires_, check;
@@ -432,6 +486,9 @@ TEST(Adversarial, EveryCaseGetsItsVerdictAndLeavesNothingBehind) {
   // Every case must give the GPUs' memory back: the level before the suite, plus a little slack.
   const long memory_level = wait_for_gpu_memory(0, 0);
   constexpr long kMemorySlackMib = 256;
+  // And their time: an honest baseline eval right after each case must time as one before the
+  // suite did (a process the case left running, on the GPUs or the CPUs, slows it).
+  const HonestProbe honest(world);
   for (auto& c : cases) {
     if (c.requires_ == "cgroup" && containment == "process-group") {
       std::cout << "  " << c.file.filename().string() << " -> SKIPPED (needs a cgroup; this machine has none)\n";
@@ -473,6 +530,7 @@ TEST(Adversarial, EveryCaseGetsItsVerdictAndLeavesNothingBehind) {
                 << ")\n";
     }
     std::cout << "  " << c.file.filename().string() << " sandbox: " << r.record.value("sandbox", "?") << "\n";
+    honest.expect_unslowed_after(c.file.filename().string());
     if (c.check == "report-rejects-forgery") {
       // Whatever the candidate managed to put into the results file, the report keeps only the
       // driver's signed record.
