@@ -65,7 +65,8 @@ void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
   if (is_eval) {
     sub.add_option("--interleave", f.opts.interleave,
                    "Time baseline and candidate in alternating rounds of R calls, both jobs alive (speedup: median of "
-                   "the rounds' ratios, with a 95% interval; 0: one job after the other)")
+                   "the rounds' ratios, with a 95% interval; 0: one job after the other). For trusted solutions: a "
+                   "candidate's leftover GPU work could slow the baseline's rounds")
         ->check(at_least(0))
         ->envname("PKB_INTERLEAVE");
     sub.add_option("--unstable-bound", f.opts.unstable_bound,
