@@ -423,6 +423,7 @@ void dry_body(const EvalOptions& opts, const Prepared& p, EvalRecord& rec, Clock
                            rec.candidate.label);
   attach_profiles(opts, p.inst, p.spec.stem, {{rec.candidate.label, &job}}, rec);
   rec.candidate.job_wall_s = job.wall_s;
+  rec.candidate.phase_s = job.phase_s;
   rec.candidate.teardown_clean = job.teardown_clean;
   note_containment(job, rec, rec.candidate.label);
   if (!job.teardown_clean)
@@ -510,6 +511,7 @@ void eval_body(const EvalOptions& opts, const Prepared& p, EvalRecord& rec, Cloc
     base = run_side(opts, p, make_plans(p, {main_step(opts, p, opts.perf)}, base_so, "baseline", dump), "baseline");
   }
   rec.baseline.job_wall_s = base.wall_s;
+  rec.baseline.phase_s = base.phase_s;
   rec.baseline.teardown_clean = base.teardown_clean;
   if (base.status != Status::ok) {
     attach_profiles(opts, p.inst, p.spec.stem, {{"baseline", &base}, {"candidate", nullptr}}, rec);
@@ -520,6 +522,7 @@ void eval_body(const EvalOptions& opts, const Prepared& p, EvalRecord& rec, Cloc
   if (!interleaved)
     cand = run_side(opts, p, make_plans(p, {main_step(opts, p, opts.perf)}, cand_so, "candidate", dump), "candidate");
   rec.candidate.job_wall_s = cand.wall_s;
+  rec.candidate.phase_s = cand.phase_s;
   rec.candidate.teardown_clean = cand.teardown_clean;
   attach_profiles(opts, p.inst, p.spec.stem, {{"baseline", &base}, {"candidate", &cand}}, rec);
   for (auto* s : {&rec.baseline, &rec.candidate})

@@ -174,7 +174,30 @@ struct RankState {
   Clock::time_point exit_seen;
   int next_call = -1;  // the timed call whose commit is expected next (-1: "ready")
   double granted_s = 0;  // when the seed of call next_call was sent
+  std::vector<std::pair<std::string, double>> phase_s;  // seconds per phase group (JobResult::phase_s)
+  Clock::time_point done_at;  // when 'done' arrived: teardown runs from here
+
+  /// Adds the time from the current phase's start to `now` to its group.
+  void close_phase(Clock::time_point now) {
+    std::string group = phase.kind == Phase::Kind::trial ? "trials" : phase.name();
+    double secs = std::chrono::duration<double>(now - phase_start).count();
+    auto it = std::find_if(phase_s.begin(), phase_s.end(), [&](const auto& p) { return p.first == group; });
+    if (it == phase_s.end()) phase_s.emplace_back(group, secs);
+    else it->second += secs;
+  }
 };
+
+/// The slowest rank's seconds per phase group, in the order of the first rank that has each.
+std::vector<std::pair<std::string, double>> slowest_per_phase(const std::vector<RankState>& ranks) {
+  std::vector<std::pair<std::string, double>> out;
+  for (auto& s : ranks)
+    for (auto& [group, secs] : s.phase_s) {
+      auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == group; });
+      if (it == out.end()) out.emplace_back(group, secs);
+      else it->second = std::max(it->second, secs);
+    }
+  return out;
+}
 
 std::chrono::milliseconds limit_for(const Phase& phase, const Deadlines& d) {
   switch (phase.kind) {
@@ -220,6 +243,7 @@ class JobRunner {
       }
     for (int r = 0; r < W; ++r) {
       ranks_[r].phase_start = ranks_[r].last_idle = ranks_[r].phase_idle = Clock::now();
+      ranks_[r].phase_s = {{"start", std::chrono::duration<double>(ranks_[r].phase_start - t0).count()}};  // the launch
       try {
         // A worker that stops reading must not block the driver's grants: writes give up after 2 s.
         timeval tv{2, 0};
@@ -270,6 +294,7 @@ class JobRunner {
                     ", after '" + s.phase.name() + "'");
         }
         s.phase_index = static_cast<size_t>(it - seq.begin());
+        s.close_phase(Clock::now());
         s.phase = k.phase;
         s.step = k.step;
         s.phase_start = Clock::now();
@@ -327,6 +352,7 @@ class JobRunner {
                 "'done' before the last step's finalize");
         require_all_results(r);
         s.done = true;
+        s.done_at = Clock::now();
         break;
       case MsgKind::plan:
       case MsgKind::grant:
@@ -592,8 +618,12 @@ class JobRunner {
       read_ready();
       bool all_exited = true;
       for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) {
-        if (!ranks_[r].exit) ranks_[r].exit = job_->poll_exit(r);
-        all_exited &= ranks_[r].exit.has_value();
+        RankState& s = ranks_[r];
+        if (!s.exit) {
+          s.exit = job_->poll_exit(r);
+          if (s.exit) s.exit_seen = Clock::now();
+        }
+        all_exited &= s.exit.has_value();
       }
       if (all_exited) break;
     }
@@ -603,6 +633,16 @@ class JobRunner {
       all_exited &= s.exit.has_value();
     }
     if (all_exited) res_.leftover_processes = job_->leftovers().size();
+    for (auto& s : ranks_) {
+      if (!s.exit) continue;  // still running at the teardown deadline: it has no teardown time
+      if (s.phase.kind != Phase::Kind::teardown) {  // exited without announcing teardown: it began at 'done'
+        s.close_phase(s.done_at);
+        s.phase = Phase{Phase::Kind::teardown};
+        s.phase_start = s.done_at;
+      }
+      s.close_phase(std::max(s.exit_seen, s.phase_start));  // teardown: until the exit was seen
+    }
+    res_.phase_s = slowest_per_phase(ranks_);
     for (auto& sr : res_.steps) sr.complete = true;
     job_->kill();
     job_->wait_all(Clock::now() + std::chrono::seconds(10));

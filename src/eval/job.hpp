@@ -79,6 +79,11 @@ struct JobResult {
   std::string sandbox;  // whom the workers ran as (Job::sandbox)
   bool isolated = false;  // not as the driver's user (Job::isolated)
   size_t leftover_processes = 0;  // processes the solution left behind after its workers ended
+  /// Where the job's time went, by the driver's clock, for a job that ended ok: seconds per phase
+  /// ("start" until setup is announced, "setup", "load", "init", "trials" for every trial together,
+  /// "timing", "profile", "finalize", "teardown" until the worker exited), each the slowest rank's,
+  /// in the order the phases ran; a sweep's steps add up. Empty after a failure.
+  std::vector<std::pair<std::string, double>> phase_s;
 };
 
 struct JobConfig {

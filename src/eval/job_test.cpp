@@ -343,6 +343,36 @@ TEST_F(JobTest, JobDeadlineHoldsWhenEveryPhaseIsWithinItsLimit) {
   for (pid_t p : pids()) EXPECT_FALSE(alive(p));
 }
 
+// Where the time went: each phase group's seconds, the slowest rank's, in the order they ran, by
+// the driver's clock. Rank 1 spends 700 ms in every phase; a failed job has none.
+TEST_F(JobTest, PhaseTimesAreTheSlowestRanksInTheOrderTheyRan) {
+  auto r = run("slow:1:", 2, true, 1);
+  ASSERT_EQ(r.status, Status::ok) << r.message;
+  std::vector<std::string> order;
+  double sum = 0;
+  for (auto& [phase, secs] : r.phase_s) {
+    order.push_back(phase);
+    sum += secs;
+    EXPECT_GE(secs, 0) << phase;
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"start", "setup", "load", "init", "trials", "timing", "finalize", "teardown"}));
+  auto secs = [&](const std::string& phase) {
+    for (auto& [p, s] : r.phase_s)
+      if (p == phase) return s;
+    return -1.0;
+  };
+  EXPECT_GE(secs("setup"), 0.7);
+  EXPECT_GE(secs("trials"), 1.4);  // both trials in one group
+  EXPECT_LT(secs("trials"), 2.5);
+  EXPECT_GE(secs("timing"), 0.7);
+  EXPECT_LE(sum, r.wall_s + 1e-6);
+  EXPECT_GT(sum, 0.9 * r.wall_s);  // the phases account for the job's time
+
+  auto failed = run("crash:0:trial 0", 2);
+  EXPECT_EQ(failed.status, Status::crash);
+  EXPECT_TRUE(failed.phase_s.empty());
+}
+
 // A root driver's workers run as an unprivileged user with no_new_privs: they cannot append to the
 // driver's files (a results file, say) nor move themselves out of the job's cgroup.
 TEST_F(JobTest, SandboxedWorkersRunUnprivilegedAndCannotWriteTheDriversFiles) {

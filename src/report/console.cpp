@@ -116,6 +116,16 @@ std::string format_summary(const EvalRecord& r, bool color) {
   if (r.candidate.job_wall_s > 0)
     jobs += fmt::format("{}{} job {:.1f} s", jobs.empty() ? "" : ", ", r.candidate.label, r.candidate.job_wall_s);
   o += fmt::format("  {:<10} {:.1f} s{}\n", "wall", r.wall_s, jobs.empty() ? "" : " (" + jobs + ")");
+  // Where each job's time went (the slowest rank per phase); phases under 0.1 s are left out.
+  bool first = true;
+  for (const SideInfo* side : {&r.baseline, &r.candidate}) {
+    std::string phases;
+    for (auto& [phase, secs] : side->phase_s)
+      if (secs >= 0.1) phases += fmt::format("{}{} {:.1f}", phases.empty() ? "" : ", ", phase, secs);
+    if (phases.empty()) continue;
+    o += fmt::format("  {:<10} {}: {} s\n", first ? "phases" : "", side->label, phases);
+    first = false;
+  }
   return o;
 }
 

@@ -28,8 +28,14 @@ json timing_json(const SideTiming& t) {
 
 json side_json(const SideInfo& s) {
   if (s.path.empty()) return nullptr;
-  return json{{"path", s.path},           {"sha256", s.sha256},         {"compile_cached", s.compile_cached},
-              {"compile_s", s.compile_s}, {"job_wall_s", s.job_wall_s}, {"teardown_clean", s.teardown_clean}};
+  json j{{"path", s.path},           {"sha256", s.sha256},         {"compile_cached", s.compile_cached},
+         {"compile_s", s.compile_s}, {"job_wall_s", s.job_wall_s}, {"teardown_clean", s.teardown_clean}};
+  if (!s.phase_s.empty()) {
+    json phases = json::array();  // in the order the phases ran
+    for (auto& [phase, secs] : s.phase_s) phases.push_back({{"phase", phase}, {"s", secs}});
+    j["phases"] = std::move(phases);
+  }
+  return j;
 }
 
 }  // namespace

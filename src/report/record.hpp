@@ -42,6 +42,8 @@ struct SideInfo {
   double compile_s = 0;
   double job_wall_s = 0;
   bool teardown_clean = true;
+  /// The job's seconds per phase, the slowest rank's (JobResult::phase_s); empty if it failed.
+  std::vector<std::pair<std::string, double>> phase_s;
 };
 
 /// One cell of `pkb eval --full` (eval/full.hpp) as its summary record lists it in `full`.

@@ -97,6 +97,25 @@ TEST(Console, SummaryShowsTheEssentials) {
   EXPECT_NE(s.find("| line b"), std::string::npos) << s;
 }
 
+// Where each job's time went: in the record per side, in the order the phases ran; on the
+// terminal the phases of 0.1 s or more.
+TEST(Console, PhaseTimesPerSide) {
+  EvalRecord r = sample_record();
+  r.baseline.phase_s = {{"start", 0.02}, {"setup", 2.14}, {"trials", 0.81}, {"timing", 0.5}, {"teardown", 0.04}};
+  r.candidate.phase_s = {{"start", 0.03}, {"setup", 2.2}, {"trials", 0.9}};
+  auto j = to_json(r);
+  ASSERT_EQ(j["baseline"]["phases"].size(), 5u);
+  EXPECT_EQ(j["baseline"]["phases"][1]["phase"], "setup");
+  EXPECT_DOUBLE_EQ(j["baseline"]["phases"][1]["s"].get<double>(), 2.14);
+  std::string s = format_summary(r, false);
+  EXPECT_NE(s.find("  phases     baseline: setup 2.1, trials 0.8, timing 0.5 s\n"
+                   "             candidate: setup 2.2, trials 0.9 s\n"),
+            std::string::npos)
+      << s;
+  EXPECT_FALSE(to_json(sample_record())["baseline"].contains("phases"));  // a failed job has none
+  EXPECT_EQ(format_summary(sample_record(), false).find("phases"), std::string::npos);
+}
+
 TEST(Safetensors, RoundTripAndValidation) {
   auto dir = std::filesystem::temp_directory_path() / ("pkb_st_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
