@@ -364,6 +364,22 @@ void apply_job_failure(const JobResult& job, EvalRecord& rec, bool is_baseline) 
   rec.log_tail = job.log_tail;
 }
 
+bool charge_interference(const JobResult& beside, const JobResult& alone, const JobResult& cand, EvalRecord& rec) {
+  if (alone.status != Status::ok) return false;
+  std::string what = "the baseline failed while the candidate's job ran beside it (--interleave) and passed alone: ";
+  if (cand.status != Status::ok) {
+    apply_job_failure(cand, rec, false);
+    rec.warnings.push_back(what + beside.message);
+    return true;
+  }
+  rec.status = Status::flagged;
+  rec.message = what + "the candidate's job interfered with it (" + beside.message + ")";
+  rec.failed_rank = beside.rank;
+  rec.failed_phase = beside.phase;
+  rec.log_tail = beside.log_tail;
+  return true;
+}
+
 void attach_profiles(const EvalOptions& opts, const Instance& inst, const std::string& stem, const std::vector<ProfiledJob>& jobs,
                      EvalRecord& rec, size_t step) {
   if (opts.profile_dir.empty()) return;
@@ -507,6 +523,17 @@ void eval_body(const EvalOptions& opts, const Prepared& p, EvalRecord& rec, Cloc
     }
     base_thread.join();
     if (base_error) std::rethrow_exception(base_error);
+    if (base.status != Status::ok) {
+      // The candidate's job ran beside the baseline's on the same GPUs and could have caused this
+      // (its memory, its GPU work, its sockets): the baseline runs again, alone, to tell.
+      JobResult alone = run_side(opts, p, make_plans(p, {main_step(opts, p, opts.perf)}, base_so, "baseline", dump), "baseline");
+      if (charge_interference(base, alone, cand, rec)) {
+        rec.baseline.job_wall_s = alone.wall_s;
+        finish_record(opts, rec, t0);
+        return;
+      }
+      base = std::move(alone);  // it fails alone too: pkb's problem, as without --interleave
+    }
   } else {
     base = run_side(opts, p, make_plans(p, {main_step(opts, p, opts.perf)}, base_so, "baseline", dump), "baseline");
   }

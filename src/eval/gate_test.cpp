@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include "eval/internal.hpp"
+
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -141,6 +144,39 @@ TEST(RoundSpeedup, TheIntervalNarrowsWithRounds) {
   EXPECT_NEAR(s.lo, 1.13, 1e-12);
   EXPECT_NEAR(s.hi, 1.26, 1e-12);
   EXPECT_EQ(round_speedup({}, {}, 1).rounds, 0);
+}
+
+// The baseline failed beside the candidate's job and passed alone: the candidate is charged. Its own
+// failure, if it has one, is the verdict; else `flagged`. Failing alone too, it is pkb's problem and
+// the record is left as it was.
+TEST(Interference, ABaselineThatPassesAloneChargesTheCandidate) {
+  JobResult beside, alone, cand;
+  beside.status = Status::runtime_error;
+  beside.message = "rank 0: cudaMalloc: out of memory";
+  beside.rank = 0;
+  beside.phase = "init";
+
+  EvalRecord r;
+  ASSERT_TRUE(detail::charge_interference(beside, alone, cand, r));
+  EXPECT_EQ(r.status, Status::flagged);
+  EXPECT_NE(r.message.find("passed alone"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("out of memory"), std::string::npos) << r.message;
+  EXPECT_EQ(r.failed_rank, 0);
+
+  cand.status = Status::mismatch;
+  cand.message = "trial 0 rank 1 output 'out' vs baseline";
+  EvalRecord m;
+  ASSERT_TRUE(detail::charge_interference(beside, alone, cand, m));
+  EXPECT_EQ(m.status, Status::mismatch);
+  EXPECT_EQ(m.message, cand.message);
+  EXPECT_TRUE(std::any_of(m.warnings.begin(), m.warnings.end(),
+                          [](const std::string& w) { return w.find("passed alone") != std::string::npos; }));
+
+  alone.status = Status::runtime_error;
+  EvalRecord h;
+  EXPECT_FALSE(detail::charge_interference(beside, alone, cand, h));
+  EXPECT_EQ(h.status, Status::ok);
+  EXPECT_TRUE(h.message.empty());
 }
 
 }  // namespace

@@ -92,6 +92,12 @@ void conclude_checks(EvalRecord& rec);
 void attach_roofline(const Prepared& p, const Instance& inst, EvalRecord& rec);
 /// Applies a failed job to the record (a failing baseline is a harness error).
 void apply_job_failure(const JobResult& job, EvalRecord& rec, bool is_baseline);
+
+/// With --interleave the baseline's job failed (`beside`) while the candidate's (`cand`) ran next
+/// to it on the same GPUs, and then ran again alone (`alone`). If it passed alone the candidate's
+/// job is to blame: the candidate's own failure if it has one (the interference in a warning),
+/// else `flagged`; returns false, changing nothing, if it failed alone as well (pkb's problem).
+bool charge_interference(const JobResult& beside, const JobResult& alone, const JobResult& cand, EvalRecord& rec);
 /// --profile: one side's job by its label; null: it never ran.
 using ProfiledJob = std::pair<std::string, const JobResult*>;
 /// --profile DIR: writes the profiles of `jobs`' step `step` under DIR and sets rec.profile
