@@ -30,7 +30,7 @@ DTYPE_SIZES = {
 # pkb's dtype names (spec.toml, --dtype, dump metadata) -> safetensors names.
 PKB_TO_SAFETENSORS = {
     "bf16": "BF16", "fp16": "F16", "fp32": "F32", "fp64": "F64", "int8": "I8", "uint8": "U8",
-    "int32": "I32", "int64": "I64", "bool": "BOOL", "fp8_e4m3": "F8_E4M3",
+    "int32": "I32", "int64": "I64", "bool": "BOOL", "fp8_e4m3": "F8_E4M3", "fp8_e5m2": "F8_E5M2",
 }
 
 

@@ -93,6 +93,7 @@ typedef enum pkb_dtype {
   PKB_INT64 = 7,
   PKB_BOOL = 8,
   PKB_FP8_E4M3 = 9,
+  PKB_FP8_E5M2 = 10,
 } pkb_dtype;
 
 /* A dense row-major device tensor. */

@@ -252,11 +252,76 @@ TEST(Numeric, Fp16RoundTripsAndRounds) {
   EXPECT_EQ(num::float_to_fp16(1.0f + 0x1p-11f + 0x1p-20f), 0x3C01);
 }
 
+// FP8: every finite code (and E5M2's infinities) survives decode then encode; a midpoint between
+// neighbours rounds to the even code, a hair either side to the nearer; overflow as PyTorch's .to().
+template <typename Enc, typename Dec>
+void expect_fp8_rounds(Enc enc, Dec dec, const char* name) {
+  for (int c = 0; c < 256; ++c) {
+    float v = dec(static_cast<uint8_t>(c));
+    if (std::isnan(v)) {
+      EXPECT_TRUE(std::isnan(dec(enc(v)))) << name << " code " << c;
+      continue;
+    }
+    EXPECT_EQ(enc(v), c) << name << " code " << c << " = " << v;
+  }
+  for (int c = 0; c + 1 < 0x80; ++c) {  // positive neighbours, both finite
+    float lo = dec(static_cast<uint8_t>(c)), hi = dec(static_cast<uint8_t>(c + 1));
+    if (!std::isfinite(lo) || !std::isfinite(hi)) continue;
+    float mid = (lo + hi) / 2;  // exact: one bit more than the type has
+    EXPECT_EQ(enc(mid), c % 2 == 0 ? c : c + 1) << name << " between " << lo << " and " << hi;
+    EXPECT_EQ(enc(std::nextafter(mid, 0.0f)), c) << name << " just below " << mid;
+    EXPECT_EQ(enc(std::nextafter(mid, INFINITY)), c + 1) << name << " just above " << mid;
+    EXPECT_EQ(enc(-mid), 0x80 | (c % 2 == 0 ? c : c + 1)) << name << " at " << -mid;
+  }
+}
+
+TEST(Numeric, Fp8RoundsToNearestEvenAndOverflowsAsPyTorch) {
+  expect_fp8_rounds(num::float_to_fp8e4m3, num::fp8e4m3_to_float, "e4m3");
+  expect_fp8_rounds(num::float_to_fp8e5m2, num::fp8e5m2_to_float, "e5m2");
+  EXPECT_EQ(num::fp8e4m3_to_float(0x7E), 448.0f);
+  EXPECT_EQ(num::fp8e4m3_to_float(0x01), 0x1p-9f);
+  EXPECT_EQ(num::float_to_fp8e4m3(464.0f), 0x7E);  // the tie rounds down to 448 (even)
+  EXPECT_EQ(num::float_to_fp8e4m3(std::nextafter(464.0f, INFINITY)), 0x7F);  // past it: NaN, no infinity
+  EXPECT_EQ(num::float_to_fp8e4m3(1e6f), 0x7F);
+  EXPECT_EQ(num::float_to_fp8e4m3(-INFINITY), 0xFF);
+  EXPECT_EQ(num::float_to_fp8e4m3(0x1p-10f), 0x00);  // half the smallest subnormal: to even (0)
+  EXPECT_EQ(num::float_to_fp8e4m3(-0.0f), 0x80);
+  EXPECT_EQ(num::fp8e5m2_to_float(0x7B), 57344.0f);
+  EXPECT_EQ(num::fp8e5m2_to_float(0x01), 0x1p-16f);
+  EXPECT_EQ(num::fp8e5m2_to_float(0x7C), INFINITY);
+  EXPECT_EQ(num::float_to_fp8e5m2(61440.0f), 0x7C);  // the tie between 57344 and infinity: infinity (even)
+  EXPECT_EQ(num::float_to_fp8e5m2(std::nextafter(61440.0f, 0.0f)), 0x7B);
+  EXPECT_EQ(num::float_to_fp8e5m2(-1e9f), 0xFC);
+  EXPECT_TRUE(std::isnan(num::fp8e5m2_to_float(num::float_to_fp8e5m2(NAN))));
+}
+
+// FP8 inputs are the float draws rounded to the type, element by element.
+TEST(Generate, Fp8InputsAreTheFloatDrawsRounded) {
+  Dist d;  // normal(0, 1)
+  std::vector<float> f(512);
+  std::vector<uint8_t> e4(512), e5(512);
+  for (size_t i = 0; i < f.size(); ++i) {
+    generate_element(f.data(), DType::fp32, d, 7, i);
+    generate_element(e4.data(), DType::fp8_e4m3, d, 7, i);
+    generate_element(e5.data(), DType::fp8_e5m2, d, 7, i);
+    EXPECT_EQ(e4[i], num::float_to_fp8e4m3(f[i])) << i;
+    EXPECT_EQ(e5[i], num::float_to_fp8e5m2(f[i])) << i;
+  }
+  std::set<uint8_t> distinct(e4.begin(), e4.end());
+  EXPECT_GT(distinct.size(), 50u);  // a spread of values, not a constant
+  EXPECT_EQ(parse_dtype("fp8_e5m2"), DType::fp8_e5m2);
+  EXPECT_EQ(parse_dtype("float8_e4m3fn"), DType::fp8_e4m3);
+  EXPECT_EQ(dtype_size(DType::fp8_e5m2), 1u);
+  EXPECT_TRUE(is_floating(DType::fp8_e5m2));
+}
+
 TEST(Poison, PatternsAreNaNForFloats) {
   for (uint64_t bits : {0ull, 1ull, 0xffffffffffffffffull, 0x123456789ull}) {
     EXPECT_TRUE(std::isnan(num::bf16_to_float(static_cast<uint16_t>(poison_pattern(DType::bf16, bits)))));
     EXPECT_TRUE(std::isnan(num::fp16_to_float(static_cast<uint16_t>(poison_pattern(DType::fp16, bits)))));
     EXPECT_TRUE(std::isnan(num::bits_float(static_cast<uint32_t>(poison_pattern(DType::fp32, bits)))));
+    EXPECT_TRUE(std::isnan(num::fp8e4m3_to_float(static_cast<uint8_t>(poison_pattern(DType::fp8_e4m3, bits)))));
+    EXPECT_TRUE(std::isnan(num::fp8e5m2_to_float(static_cast<uint8_t>(poison_pattern(DType::fp8_e5m2, bits)))));
   }
 }
 

@@ -9,7 +9,7 @@ struct Names {
   DType d;
   std::string_view name, safetensors;
 };
-constexpr std::array<Names, 10> kNames{{
+constexpr std::array<Names, 11> kNames{{
     {DType::bf16, "bf16", "BF16"},
     {DType::fp16, "fp16", "F16"},
     {DType::fp32, "fp32", "F32"},
@@ -20,6 +20,7 @@ constexpr std::array<Names, 10> kNames{{
     {DType::i64, "int64", "I64"},
     {DType::boolean, "bool", "BOOL"},
     {DType::fp8_e4m3, "fp8_e4m3", "F8_E4M3"},
+    {DType::fp8_e5m2, "fp8_e5m2", "F8_E5M2"},
 }};
 }  // namespace
 
@@ -38,6 +39,8 @@ std::optional<DType> parse_dtype(std::string_view s) {
   if (s == "float64" || s == "double") return DType::fp64;
   if (s == "long") return DType::i64;
   if (s == "int") return DType::i32;
+  if (s == "float8_e4m3fn") return DType::fp8_e4m3;
+  if (s == "float8_e5m2") return DType::fp8_e5m2;
   return std::nullopt;
 }
 

@@ -23,6 +23,7 @@ enum class DType : int32_t {
   i64 = 7,
   boolean = 8,
   fp8_e4m3 = 9,
+  fp8_e5m2 = 10,
 };
 
 PKB_HD size_t dtype_size(DType d) {
@@ -38,11 +39,12 @@ PKB_HD size_t dtype_size(DType d) {
 }
 
 PKB_HD bool is_floating(DType d) {
-  return d == DType::bf16 || d == DType::fp16 || d == DType::fp32 || d == DType::fp64 || d == DType::fp8_e4m3;
+  return d == DType::bf16 || d == DType::fp16 || d == DType::fp32 || d == DType::fp64 || d == DType::fp8_e4m3 ||
+         d == DType::fp8_e5m2;
 }
 
 /// Short name used in specs, CLI and records: bf16, fp16, fp32, fp64, int8, uint8, int32, int64,
-/// bool, fp8_e4m3.
+/// bool, fp8_e4m3, fp8_e5m2.
 std::string_view to_string(DType d);
 /// Accepts the short names and the PyTorch spellings (bfloat16, float16, half, float32, float, ...).
 std::optional<DType> parse_dtype(std::string_view s);
@@ -65,6 +67,7 @@ PKB_HD double load_as_double(const void* base, DType d, size_t i) {
     case DType::i64: return static_cast<double>(static_cast<const int64_t*>(base)[i]);
     case DType::boolean: return static_cast<const uint8_t*>(base)[i] ? 1.0 : 0.0;
     case DType::fp8_e4m3: return num::fp8e4m3_to_float(static_cast<const uint8_t*>(base)[i]);
+    case DType::fp8_e5m2: return num::fp8e5m2_to_float(static_cast<const uint8_t*>(base)[i]);
   }
   return 0.0;
 }
@@ -81,7 +84,8 @@ PKB_HD void store_from_double(void* base, DType d, size_t i, double v) {
     case DType::i32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
     case DType::i64: static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v); break;
     case DType::boolean: static_cast<uint8_t*>(base)[i] = v != 0.0; break;
-    case DType::fp8_e4m3: break;  // not generated
+    case DType::fp8_e4m3: static_cast<uint8_t*>(base)[i] = num::float_to_fp8e4m3(static_cast<float>(v)); break;
+    case DType::fp8_e5m2: static_cast<uint8_t*>(base)[i] = num::float_to_fp8e5m2(static_cast<float>(v)); break;
   }
 }
 
@@ -104,10 +108,14 @@ PKB_HD void generate_element(void* base, DType d, const Dist& dist, uint64_t key
   switch (d) {
     case DType::bf16:
     case DType::fp16:
-    case DType::fp32: {
+    case DType::fp32:
+    case DType::fp8_e4m3:
+    case DType::fp8_e5m2: {  // drawn in float, rounded to the type (fp8: as PyTorch's .to() rounds)
       float v = dist.kind == DistKind::arange ? static_cast<float>(dist.lo + static_cast<int64_t>(index)) : sample_float(dist, r);
       if (d == DType::bf16) static_cast<uint16_t*>(base)[index] = num::float_to_bf16(v);
       else if (d == DType::fp16) static_cast<uint16_t*>(base)[index] = num::float_to_fp16(v);
+      else if (d == DType::fp8_e4m3) static_cast<uint8_t*>(base)[index] = num::float_to_fp8e4m3(v);
+      else if (d == DType::fp8_e5m2) static_cast<uint8_t*>(base)[index] = num::float_to_fp8e5m2(v);
       else static_cast<float*>(base)[index] = v;
       break;
     }
@@ -115,7 +123,7 @@ PKB_HD void generate_element(void* base, DType d, const Dist& dist, uint64_t key
       static_cast<double*>(base)[index] =
           dist.kind == DistKind::arange ? static_cast<double>(dist.lo + static_cast<int64_t>(index)) : sample_double(dist, r);
       break;
-    default: break;  // integers above; fp8_e4m3 inputs are not generated
+    default: break;  // integers above
   }
 }
 

@@ -80,4 +80,53 @@ PKB_HD float fp8e4m3_to_float(uint8_t v) {
   return sign ? -out : out;
 }
 
+/// FP8 E5M2 (IEEE-like: infinities at 0x7c/0xfc, NaN above them, max 57344) to float.
+PKB_HD float fp8e5m2_to_float(uint8_t v) {
+  uint32_t sign = (v & 0x80u) ? 1u : 0u;
+  uint32_t exp = (v >> 2) & 0x1fu;
+  uint32_t mant = v & 0x3u;
+  float out;
+  if (exp == 0x1fu) out = mant ? bits_float(0x7fc00000u) : bits_float(0x7f800000u);
+  else if (exp == 0) out = static_cast<float>(mant) * 1.52587890625e-05f;  // mant * 2^-16
+  else out = bits_float(((exp + 112u) << 23) | (mant << 21));
+  return sign ? -out : out;
+}
+
+/// float -> an FP8 type with `E` exponent and `M` mantissa bits, round to nearest even, the way
+/// PyTorch's .to(float8_*) rounds. Past the largest finite value E4M3 ("fn", no infinities)
+/// gives NaN (above 464, which still rounds to 448), E5M2 infinity; NaN stays NaN (0x7f).
+template <int E, int M, bool kFiniteOnly>
+PKB_HD uint8_t float_to_fp8(float f) {
+  constexpr int kBias = (1 << (E - 1)) - 1;
+  constexpr uint32_t kNaN = 0x7fu;
+  constexpr uint32_t kInf = (((1u << E) - 1u) << M);  // E5M2's infinity; E4M3 has none
+  constexpr uint32_t kMaxFinite = kFiniteOnly ? 0x7eu : kInf - 1u;
+  uint32_t u = float_bits(f);
+  uint32_t sign = (u >> 24) & 0x80u;
+  uint32_t abs = u & 0x7fffffffu;
+  if (abs > 0x7f800000u) return static_cast<uint8_t>(sign | kNaN);
+  int exp = static_cast<int>(abs >> 23) - 127;  // float subnormals are far below every FP8 value
+  uint32_t code;
+  if (abs == 0 || exp < -kBias - M - 1) {  // below half the smallest subnormal (or zero)
+    code = 0;
+  } else if (exp < 1 - kBias) {  // an FP8 subnormal: the value in steps of 2^(1 - bias - M)
+    uint64_t mant = (abs & 0x7fffffu) | 0x800000u;
+    int shift = 23 + (1 - kBias - M) - exp;
+    uint64_t q = mant >> shift, rem = mant & ((uint64_t{1} << shift) - 1), half = uint64_t{1} << (shift - 1);
+    code = static_cast<uint32_t>(q + (rem > half || (rem == half && (q & 1u))));  // 2^M carries into the normals
+  } else if (exp > kBias + (kFiniteOnly ? 1 : 0)) {  // far past the largest finite value
+    code = kFiniteOnly ? kNaN : kInf;
+  } else {  // a normal: the float's exponent and top M mantissa bits, rounded, then rebiased
+    constexpr int kShift = 23 - M;
+    uint32_t q = abs >> kShift, rem = abs & ((1u << kShift) - 1u), half = 1u << (kShift - 1);
+    q += rem > half || (rem == half && (q & 1u));
+    code = q - (static_cast<uint32_t>(127 - kBias) << M);
+  }
+  if (code > kMaxFinite) code = kFiniteOnly ? kNaN : kInf;
+  return static_cast<uint8_t>(sign | code);
+}
+
+PKB_HD uint8_t float_to_fp8e4m3(float f) { return float_to_fp8<4, 3, true>(f); }
+PKB_HD uint8_t float_to_fp8e5m2(float f) { return float_to_fp8<5, 2, false>(f); }
+
 }  // namespace pkb::num

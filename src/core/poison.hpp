@@ -17,6 +17,8 @@ PKB_HD uint64_t poison_pattern(DType d, uint64_t bits) {
     case DType::fp32: return 0x7FC00000u | (bits & 0x3FFFFFu) | ((bits >> 30) & 1u) << 31;
     case DType::fp64: return 0x7FF8000000000000ull | (bits & 0x7FFFFFFFFFFFFull) | (bits & (1ull << 63));
     case DType::fp8_e4m3: return 0x7Fu | ((bits & 1u) << 7);
+    case DType::fp8_e5m2:
+      return 0x7Fu | ((bits & 1u) << 7);  // a NaN of e5m2 too
     // A bool is written as 0 or 1: its poison is a byte no write produces (it used to be any byte,
     // so 2 calls in 256 took a fully written bool output for an unwritten one).
     case DType::boolean: return 2u + (bits & 0xFFu) % 254u;

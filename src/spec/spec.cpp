@@ -964,7 +964,6 @@ TensorPlan resolve_tensor(const Spec& spec, const TensorSpec& t, const Vars& v, 
     if (!is_floating(p.dtype) && (p.dist.kind == DistKind::normal || p.dist.kind == DistKind::uniform))
       fail(Errc::invalid_argument, spec.stem + ": input '" + t.name + "' is " + std::string(to_string(p.dtype)) +
                                        " but its distribution is continuous; use randint");
-    if (p.dtype == DType::fp8_e4m3) fail(Errc::invalid_argument, spec.stem + ": fp8 inputs cannot be generated");
   }
   return p;
 }

@@ -30,7 +30,8 @@ __device__ bool nonfinite_bits(DType d, uint64_t b) {
     case DType::fp16: return (b & 0x7C00u) == 0x7C00u;
     case DType::fp32: return (b & 0x7F800000u) == 0x7F800000u;
     case DType::fp64: return (b & 0x7FF0000000000000ull) == 0x7FF0000000000000ull;
-    case DType::fp8_e4m3: return (b & 0x7Fu) == 0x7Fu;
+    case DType::fp8_e4m3: return (b & 0x7Fu) == 0x7Fu;  // NaN (it has no infinities)
+    case DType::fp8_e5m2: return (b & 0x7Cu) == 0x7Cu;  // infinity or NaN
     default: return false;
   }
 }

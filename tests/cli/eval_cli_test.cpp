@@ -60,7 +60,7 @@ TEST_F(EvalCli, UnsupportedDtypeAndWorldSizeAreNamed) {
                   "12_allgather_gemm does not support dtype fp64 (supported: bf16, fp16, fp32)");
   expect_rejected({"run", "1", "--gpus", "9"}, "runs on 2 to 8 GPUs, not 9");
   expect_rejected({"eval", "1", "--solution", "reference", "--dtype", "fp99"},
-                  "unknown dtype 'fp99' (bf16, fp16, fp32, fp64, int8, uint8, int32, int64, bool, fp8_e4m3)");
+                  "unknown dtype 'fp99' (bf16, fp16, fp32, fp64, int8, uint8, int32, int64, bool, fp8_e4m3, fp8_e5m2)");
 }
 
 TEST_F(EvalCli, AProfileDirectoryThatCannotBeUsedIsRefusedBeforeTheGpus) {
