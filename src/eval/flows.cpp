@@ -13,6 +13,7 @@
 #include "eval/internal.hpp"
 #include "eval/profile_out.hpp"
 #include "proc/confine.hpp"
+#include "proc/netns.hpp"
 #include "report/record_mac.hpp"
 #include "roofline/roofline.hpp"
 #include "spec/oracle.hpp"
@@ -190,7 +191,6 @@ StepPlan step_plan(const Step& st, const RankPlan& rp) {
 std::vector<WorkerPlan> make_plans(const Prepared& p, const std::vector<Step>& steps, const std::string& so_path,
                                    const std::string& role, bool send_inputs) {
   const Instance& first = *steps.at(0).inst;
-  std::string nccl_id = nccl_unique_id_hex();
   std::vector<WorkerPlan> plans;
   for (auto& rp : first.ranks) {
     WorkerPlan w;
@@ -201,8 +201,7 @@ std::vector<WorkerPlan> make_plans(const Prepared& p, const std::vector<Step>& s
     w.device = p.placement.device_of(rp.rank);
     w.oversubscribed = p.placement.oversubscribed();
     w.dtype = first.dtype;
-    w.so_path = so_path;
-    w.nccl_id_hex = nccl_id;
+    w.so_path = so_path;  // nccl_id_hex: run_side makes it where the job's network is
     for (size_t g = 0; g < rp.groups.size(); ++g) {
       GroupDesc gd{rp.groups[g].name, rp.groups[g].color, rp.groups[g].key, {}};
       // Members: every rank with the same color, ordered by (key, rank), as ncclCommSplit orders them.
@@ -300,7 +299,28 @@ JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<Worke
   char tmpl[] = "/tmp/pkb-job-XXXXXX";
   if (!mkdtemp(tmpl)) fail(Errc::io_error, "cannot create a temporary directory for worker logs");
   cfg.launch.log_dir = tmpl;
-  if (sandbox_wanted() && opts.launcher == LauncherKind::local && geteuid() == 0) sandbox_job(cfg, tmpl);
+  const bool sandboxed = sandbox_wanted() && opts.launcher == LauncherKind::local && geteuid() == 0;
+  if (sandboxed) sandbox_job(cfg, tmpl);
+  // The job's own network namespace (loopback only) where the driver may make one: its ranks reach
+  // each other and nothing else. The NCCL id is made inside it, so that its bootstrap root (a
+  // thread of the driver) listens where the ranks are.
+  std::unique_ptr<NetworkNamespace> netns;
+  std::string network = "the host's network";
+  const char* ifname = std::getenv("NCCL_SOCKET_IFNAME");
+  if (sandboxed && ifname && std::string(ifname) != "lo") {
+    network =
+        std::string("the host's network (NCCL_SOCKET_IFNAME=") + ifname + " names an interface a namespace of its own lacks)";
+  } else if (sandboxed) {
+    try {
+      netns = NetworkNamespace::create();
+      cfg.launch.netns_fd = netns->fd();
+      network = "a network namespace of its own, loopback only";
+    } catch (const Error& e) {
+      network = std::string("the host's network (") + e.what() + ")";
+    }
+  }
+  std::string nccl_id = netns ? netns->run_inside(nccl_unique_id_hex) : nccl_unique_id_hex();
+  for (auto& w : cfg.plans) w.nccl_id_hex = nccl_id;
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<long long>(s * 1000)); };
   cfg.deadlines.setup = ms(std::max(opts.timeout_s, 60.0));  // a longer --timeout covers slow starts (compute-sanitizer)
   cfg.deadlines.trial = ms(opts.timeout_s);
@@ -328,6 +348,7 @@ JobResult run_side(const EvalOptions& opts, const Prepared& p, std::vector<Worke
   std::error_code ec;
   std::filesystem::remove_all(cfg.launch.log_dir, ec);
   note_confinement(res, confinement);
+  if (opts.launcher == LauncherKind::local) res.sandbox += "; " + network;
   return res;
 }
 

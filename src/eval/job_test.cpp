@@ -1,7 +1,10 @@
 // The job runner against fake workers: deadlines, crash propagation, protocol abuse, leftovers.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <functional>
@@ -16,6 +19,7 @@
 #include "core/error.hpp"
 #include "eval/internal.hpp"
 #include "eval/job.hpp"
+#include "proc/netns.hpp"
 
 namespace pkb {
 namespace {
@@ -388,12 +392,27 @@ TEST_F(JobTest, SandboxedWorkersRunUnprivilegedAndCannotWriteTheDriversFiles) {
   fs::path victim = dir / "results.jsonl";
   std::ofstream(victim) << "{}\n";
   fs::permissions(victim, fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read);
+  // A TCP port of the driver's: the workers, in a network namespace of their own, cannot reach it.
+  int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(listener, 4), 0);
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  auto netns = NetworkNamespace::create();
   auto r = run("probe:0:setup", 1, false, 1, false, std::chrono::milliseconds(0), [&](JobConfig& c) {
     c.launch.worker_argv = {(dir / "fake-worker").string()};
     c.launch.env.emplace_back("PKB_FAKE_VICTIM", victim.string());
+    c.launch.env.emplace_back("PKB_FAKE_PORT", std::to_string(ntohs(a.sin_port)));
     c.launch.sandbox_user = "nobody";
     c.launch.sandbox_home = dir / "home";
+    c.launch.netns_fd = netns->fd();
   });
+  close(listener);
+  EXPECT_NE(r.message.find("net=lo "), std::string::npos) << r.message;  // loopback, nothing else
+  EXPECT_NE(r.message.find("tcp=Connection refused"), std::string::npos) << r.message;
   EXPECT_EQ(r.sandbox, "user nobody (uid " + std::to_string(pw->pw_uid) + "), no_new_privs");
   EXPECT_NE(r.message.find("uid=" + std::to_string(pw->pw_uid)), std::string::npos) << r.message;
   EXPECT_NE(r.message.find("nnp=1"), std::string::npos) << r.message;

@@ -32,6 +32,8 @@ struct LaunchRequest {
   /// job's cgroup. Empty, or a driver that is not root: workers run as the driver's user.
   std::string sandbox_user;
   std::filesystem::path sandbox_home;
+  /// Where >= 0: every worker enters this network namespace (proc/netns.hpp) before exec.
+  int netns_fd = -1;
 };
 
 /// A running job. Destroying it kills and reaps every process it started.

@@ -138,6 +138,10 @@ class LocalJob : public Job {
         o.cwd = req.sandbox_home;
         o.env_set.emplace_back("HOME", req.sandbox_home.string());  // CUDA's JIT cache and the like
       }
+      if (req.netns_fd >= 0) {
+        o.netns_fd = req.netns_fd;
+        o.env_set.emplace_back("NCCL_SOCKET_IFNAME", "lo");  // the namespace has nothing else
+      }
       o.process_group = pgid_ > 0 ? pgid_ : 0;
       o.fd_map = {{sv[1], 3}};
       o.log_file = log_path(r);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -98,6 +99,7 @@ Spawned spawn(const SpawnOptions& opts) {
       if (fd < 0 || write(fd, text, static_cast<size_t>(len)) != len) child_fail(sp, "join the job's cgroup");
       close(fd);
     }
+    if (opts.netns_fd >= 0 && setns(opts.netns_fd, CLONE_NEWNET) != 0) child_fail(sp, "setns into the job's network namespace");
     // Restore default signal handling the driver may have changed.
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);

@@ -45,6 +45,9 @@ struct SpawnOptions {
   /// prctl(PR_SET_NO_NEW_PRIVS): the program and its children can never gain privileges (setuid
   /// binaries and file capabilities stop working for them).
   bool no_new_privs = false;
+  /// A network namespace (an open /proc/.../ns/net, proc/netns.hpp) the child enters before exec,
+  /// while still privileged; -1: the parent's.
+  int netns_fd = -1;
 };
 
 struct Spawned {

@@ -1,8 +1,11 @@
 // descendants() and the child subreaper on real processes (CPU only): a forked child is counted
 // while it runs and not once killed; a grandchild is counted through its parent; an orphaned
 // grandchild is counted where this process is a subreaper, and reaped here.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "proc/netns.hpp"
 #include "proc/process.hpp"
 
 namespace pkb {
@@ -106,6 +110,51 @@ TEST(Descendants, ASubreaperAdoptsAnOrphanedGrandchild) {
   int status = 0;
   EXPECT_EQ(waitpid(sh.grandchild, &status, WNOHANG), -1) << "not reaped by reap_exited_children";
   EXPECT_EQ(errno, ECHILD);
+}
+
+}  // namespace
+}  // namespace pkb
+
+namespace pkb {
+namespace {
+
+// A job's network namespace: loopback only, and loopback there is not the host's (a TCP port the
+// driver listens on is not reachable from inside); a spawned child lands in it. Needs root.
+TEST(NetworkNamespace, HoldsLoopbackOnlyAndReachesNothingOfTheHost) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_SYS_ADMIN) to make a network namespace";
+  auto ns = NetworkNamespace::create();
+  EXPECT_EQ(ns->run_inside([] {
+    std::string names;
+    for (auto& n : network_interfaces()) names += (names.empty() ? "" : ",") + n;
+    return names;
+  }),
+            "lo");
+  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  auto connect_to_it = [&] {
+    int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool ok = ::connect(s, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0;
+    ::close(s);
+    return std::string(ok ? "connected" : "refused");
+  };
+  EXPECT_EQ(connect_to_it(), "connected");  // the host's loopback, from here
+  EXPECT_EQ(ns->run_inside(connect_to_it), "refused");
+  ::close(listener);
+
+  SpawnOptions o;
+  o.argv = {"cat", "/proc/net/dev"};  // /proc/net is the reader's namespace
+  o.netns_fd = ns->fd();
+  auto r = run_command(o, std::chrono::seconds(10), 1 << 16);
+  EXPECT_NE(r.out.find("lo:"), std::string::npos) << r.out;
+  int interfaces = 0;
+  for (char c : r.out) interfaces += c == ':';
+  EXPECT_EQ(interfaces, 1) << r.out;  // the two header lines have no ':'
 }
 
 }  // namespace

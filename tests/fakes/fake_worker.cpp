@@ -19,11 +19,15 @@
 //   shorttimes              every rank's final report halves the call times it committed
 //   twice                   every rank commits timed call 0 twice
 //   skipahead:R:PHASE       rank R announces finalize and says done on entering PHASE, without results
-//   probe:R:PHASE           rank R reports (as a runtime_error) its uid, NoNewPrivs, and what came of
-//                           appending to $PKB_FAKE_VICTIM and of moving itself to the root cgroup
+//   probe:R:PHASE           rank R reports (as a runtime_error) its uid, NoNewPrivs, what came of
+//                           appending to $PKB_FAKE_VICTIM and of moving itself to the root cgroup,
+//                           the network interfaces it sees, and whether it reaches 127.0.0.1:$PKB_FAKE_PORT
 // Other ranks of a failing job wait forever, as real peers stuck in a collective would.
 // PKB_FAKE_PIDS=DIR makes every process (and forked child) write its pid to DIR/<pid>.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -38,6 +42,7 @@
 #include "core/dtype.hpp"
 #include "core/philox.hpp"
 #include "launch/launch_env.hpp"
+#include "proc/netns.hpp"
 #include "proto/channel.hpp"
 #include "proto/plan.hpp"
 
@@ -129,6 +134,19 @@ int main(int argc, char** argv) {
         };
         facts += " victim=" + attempt(std::getenv("PKB_FAKE_VICTIM"), "forged line\n");
         facts += " cgroup=" + attempt("/sys/fs/cgroup/cgroup.procs", std::to_string(getpid()).c_str());
+        std::string net;  // the interfaces it sees, and whether it reaches the driver's TCP port
+        for (auto& name : pkb::network_interfaces()) net += (net.empty() ? "" : ",") + name;
+        facts += " net=" + net;
+        if (const char* port = std::getenv("PKB_FAKE_PORT")) {
+          int s = ::socket(AF_INET, SOCK_STREAM, 0);
+          sockaddr_in a{};
+          a.sin_family = AF_INET;
+          a.sin_port = htons(static_cast<uint16_t>(std::atoi(port)));
+          a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+          bool ok = ::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+          facts += std::string(" tcp=") + (ok ? "connected" : std::strerror(errno));
+          close(s);
+        }
         send(pkb::MsgKind::error, {{"status", "runtime_error"}, {"phase", phase}, {"message", facts}});
         _exit(1);
       }
