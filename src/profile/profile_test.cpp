@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <set>
+#include <stdexcept>
 
 #include "core/error.hpp"
 
@@ -157,6 +160,41 @@ TEST(Profile, ActivityRoundTripsAndMalformedActivityIsNamed) {
   bad = to_json(s);
   bad["ranks"][0].erase("calls");
   EXPECT_THROW(side_from_json(bad), Error);
+}
+
+/// Activity CUPTI recorded on one H100 (2026-12-07, two ranks sharing it, so NCCL's socket
+/// transport): `pkb eval 12 --solution solutions/expert/12_allgather_gemm.cu --gpus 2 --oversubscribe
+/// --size small --trials 1 --iters 50 --profile DIR`, both sides' DIR/*.activity.json. That eval's
+/// record timed the calls at medians of 2.5096 ms (baseline) and 2.5230 ms (expert).
+SideProfile recorded_on_gpu(const std::string& file) {
+  const char* src = std::getenv("PKB_SOURCE_DIR");
+  if (!src) throw std::runtime_error("PKB_SOURCE_DIR is not set (ctest sets it)");
+  std::ifstream in(std::string(src) + "/src/profile/testdata/" + file);
+  if (!in) throw std::runtime_error("cannot read testdata " + file);
+  return side_from_json(nlohmann::json::parse(in));
+}
+
+TEST(Profile, ActivityRecordedOnAGpuSummarisesToTheTimedMediansAndLoadsAsATrace) {
+  SideProfile base = recorded_on_gpu("h100-12-reference.activity.json");
+  SideProfile cand = recorded_on_gpu("h100-12-expert.activity.json");
+  const double timed_ms[2] = {2.5096, 2.5230};
+  int i = 0;
+  for (const SideProfile* s : {&base, &cand}) {
+    Summary sum = summarize(*s);
+    EXPECT_EQ(sum.calls, 5) << s->label;
+    EXPECT_NEAR(sum.median_call_ms, timed_ms[i], 0.10 * timed_ms[i]) << s->label;  // the 10 %
+    ASSERT_FALSE(sum.kernels.empty());
+    EXPECT_EQ(sum.kernels[0].name.rfind("ncclDevKernel_AllGather", 0), 0u) << sum.kernels[0].name;  // ranks share a GPU
+    EXPECT_EQ(sum.ranks.size(), 2u);
+    for (auto& r : sum.ranks) EXPECT_EQ(r.harness_ms, 0) << "pkb's barrier ran inside a call on rank " << r.rank;
+    ++i;
+  }
+  nlohmann::json t = chrome_trace({base, cand});
+  expect_valid_chrome_trace(t);
+  std::set<std::string> processes;
+  for (auto& e : t["traceEvents"])
+    if (e["name"] == "process_name") processes.insert(e["args"]["name"].get<std::string>());
+  EXPECT_EQ(processes, (std::set<std::string>{"baseline rank 0", "baseline rank 1", "candidate rank 0", "candidate rank 1"}));
 }
 
 // The runner's marks give the calls: two per call, in time order whatever order CUPTI delivered
