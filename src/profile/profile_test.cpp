@@ -106,6 +106,14 @@ void expect_valid_chrome_trace(const nlohmann::json& t) {
   }
 }
 
+/// The process names a trace declares ("candidate rank 1", ...).
+std::set<std::string> process_names(const nlohmann::json& t) {
+  std::set<std::string> names;
+  for (auto& e : t["traceEvents"])
+    if (e["name"] == "process_name") names.insert(e["args"]["name"].get<std::string>());
+  return names;
+}
+
 TEST(Profile, ChromeTraceHasEveryRankOfEverySideAsAProcessOnOneClockPerSide) {
   SideProfile base = recorded();
   base.label = "baseline";
@@ -116,18 +124,17 @@ TEST(Profile, ChromeTraceHasEveryRankOfEverySideAsAProcessOnOneClockPerSide) {
   }
   nlohmann::json t = chrome_trace({base, cand});
   expect_valid_chrome_trace(t);
-  std::set<std::string> processes;
   double first_call[2] = {1e18, 1e18};
   int streams = 0;
   for (auto& e : t["traceEvents"]) {
-    if (e["name"] == "process_name") processes.insert(e["args"]["name"].get<std::string>());
     if (e["name"] == "thread_name" && e["args"]["name"].get<std::string>().rfind("stream", 0) == 0) streams++;
     if (e.value("cat", "") == "call") {
       int side = e["pid"].get<int>() / 1000;
       first_call[side] = std::min(first_call[side], e["ts"].get<double>());
     }
   }
-  EXPECT_EQ(processes, (std::set<std::string>{"baseline rank 0", "baseline rank 1", "candidate rank 0", "candidate rank 1"}));
+  EXPECT_EQ(process_names(t),
+            (std::set<std::string>{"baseline rank 0", "baseline rank 1", "candidate rank 0", "candidate rank 1"}));
   EXPECT_EQ(first_call[0], 0);
   EXPECT_EQ(first_call[1], 0);
   EXPECT_EQ(streams, 2 * (3 + 1));  // rank 0: streams 3, 7, 8; rank 1: stream 8; per side
@@ -191,10 +198,8 @@ TEST(Profile, ActivityRecordedOnAGpuSummarisesToTheTimedMediansAndLoadsAsATrace)
   }
   nlohmann::json t = chrome_trace({base, cand});
   expect_valid_chrome_trace(t);
-  std::set<std::string> processes;
-  for (auto& e : t["traceEvents"])
-    if (e["name"] == "process_name") processes.insert(e["args"]["name"].get<std::string>());
-  EXPECT_EQ(processes, (std::set<std::string>{"baseline rank 0", "baseline rank 1", "candidate rank 0", "candidate rank 1"}));
+  EXPECT_EQ(process_names(t),
+            (std::set<std::string>{"baseline rank 0", "baseline rank 1", "candidate rank 0", "candidate rank 1"}));
 }
 
 // The runner's marks give the calls: two per call, in time order whatever order CUPTI delivered
