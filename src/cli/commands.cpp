@@ -201,6 +201,13 @@ std::string input_text(const TensorPlan& t, const TensorSpec& spec) {
   return s;
 }
 
+std::string output_text(const TensorPlan& t, const TensorSpec& spec) {
+  std::string s = "compared: " + comparison_text(t.compare);
+  if (t.count_of >= 0)
+    s += fmt::format("; ragged: the first `{}` of its {} rows (rows past the count are not compared)", spec.count, t.shape[0]);
+  return s;
+}
+
 /// Prints ranks with identical tensors together ("ranks 1-3").
 void print_tensors(const Instance& inst, bool inputs) {
   const auto& ranks = inst.ranks;
@@ -214,7 +221,7 @@ void print_tensors(const Instance& inst, bool inputs) {
       std::string who = start == r - 1 ? fmt::format("rank {}", start) : fmt::format("ranks {}-{}", start, r - 1);
       fmt::print("  {:<14} {:<10} {:<28} {:>10}  {}\n", t.name, who, shape_text(t.shape, t.dtype),
                  format_bytes(static_cast<double>(t.bytes())),
-                 inputs ? input_text(t, inst.spec->inputs[i]) : "compared: " + comparison_text(t.compare));
+                 inputs ? input_text(t, inst.spec->inputs[i]) : output_text(t, inst.spec->outputs[i]));
       start = r;
     }
   }

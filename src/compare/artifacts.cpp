@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "core/error.hpp"
+#include "core/ragged.hpp"
 #include "report/safetensors.hpp"
 
 namespace pkb {
@@ -124,6 +125,24 @@ TensorFinding compare_tensors(const std::string& file, const NamedTensor& a, con
   return f;
 }
 
+/// A ragged output's counted rows in dump `f`, where A's dump says "count.<name>" (the tensor that
+/// holds its row count: one int32/int64 element); the whole tensor otherwise.
+NamedTensor counted_rows(const SafetensorsFile& a, const SafetensorsFile& f, const NamedTensor& t, bool& ragged) {
+  ragged = false;
+  auto it = a.metadata.find("count." + t.name);
+  if (it == a.metadata.end() || t.shape.empty()) return t;
+  const NamedTensor* c = f.find(it->second);
+  if (!c || (c->dtype != DType::i32 && c->dtype != DType::i64) || c->bytes.size() != dtype_size(c->dtype)) return t;
+  ragged = true;
+  size_t row = 1;
+  for (size_t i = 1; i < t.shape.size(); ++i) row *= static_cast<size_t>(t.shape[i]);
+  size_t n = counted_elems(load_count(c->bytes.data(), c->dtype), static_cast<size_t>(t.shape[0]), row);
+  NamedTensor out = t;
+  out.bytes.resize(std::min(out.bytes.size(), n * dtype_size(t.dtype)));
+  out.shape[0] = row ? static_cast<long long>(n / row) : 0;
+  return out;
+}
+
 void compare_files(const fs::path& a, const fs::path& b, const std::string& rel, Tolerance tol, GivenTolerance given,
                    ArtifactComparison& out) {
   SafetensorsFile fa, fb;
@@ -144,7 +163,15 @@ void compare_files(const fs::path& a, const fs::path& b, const std::string& rel,
     }
     TensorFinding f;
     try {
-      f = compare_tensors(rel, ta, *tb, rule_of(fa, ta, tol, given), heldout_rtol_of(fa, ta.name));
+      bool ragged_a = false, ragged_b = false;
+      NamedTensor ca = counted_rows(fa, fa, ta, ragged_a), cb = counted_rows(fa, fb, *tb, ragged_b);
+      f = compare_tensors(rel, ca, cb, rule_of(fa, ta, tol, given), heldout_rtol_of(fa, ta.name));
+      if (ragged_a && ragged_b && f.kind == FindingKind::shape_differs && ca.dtype == cb.dtype &&
+          ta.shape == tb->shape) {  // same capacity, different counts
+        f.kind = FindingKind::differ;
+        f.shape = ta.shape;
+        f.detail = fmt::format("counted rows differ: A {}, B {}", ca.shape[0], cb.shape[0]);
+      }
     } catch (const Error& e) {
       f = {rel, ta.name, FindingKind::unreadable, ta.dtype, ta.shape, {}, false, std::string("A: ") + e.what()};
     }
@@ -205,7 +232,7 @@ std::string format_artifact_comparison(const ArtifactComparison& c) {
     if (f.kind == FindingKind::agree)
       detail = f.bitwise_equal ? "bitwise equal"
                                : fmt::format("max abs err {:.3g}, max rel err {:.3g}", f.stats.max_abs, f.stats.max_rel);
-    if (f.kind == FindingKind::differ) detail = describe_mismatch(f.stats, f.shape);
+    if (f.kind == FindingKind::differ && detail.empty()) detail = describe_mismatch(f.stats, f.shape);
     o += fmt::format("  {:<30} {:<16} {:<22} {:<13} {}\n", f.file, what, type, to_string(f.kind), detail);
   }
   for (auto& n : c.notes) o += "  note: " + n + "\n";

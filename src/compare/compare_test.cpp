@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -66,6 +67,37 @@ class CompareArtifacts : public ::testing::Test {
 
   fs::path root_, a_, b_;
 };
+
+// A ragged output (dumped with "count.output.<name>"): each side's counted rows, by its own count.
+TEST(CompareRagged, CountedRowsOnlyAndDifferentCountsDiffer) {
+  fs::path root = fs::temp_directory_path() / ("pkb_compare_ragged_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  std::map<std::string, std::string> meta{{"count.output.rows", "output.n"}, {"compare.output.rows", "exact"}};
+  auto dump = [&](const std::string& side, const std::string& file, std::vector<float> rows, int32_t n) {
+    write_safetensors(root / side / file, {f32("output.rows", rows, {3, 2}), i32("output.n", {n})}, meta);
+  };
+  dump("A", "same.safetensors", {1, 2, 3, 4, NAN, NAN}, 2);
+  dump("B", "same.safetensors", {1, 2, 3, 4, 7, -1}, 2);  // anything past the count
+  dump("A", "more.safetensors", {1, 2, 3, 4, NAN, NAN}, 2);
+  dump("B", "more.safetensors", {1, 2, 3, 4, 5, 6}, 3);
+  dump("A", "wrong.safetensors", {1, 2, 3, 4, NAN, NAN}, 2);
+  dump("B", "wrong.safetensors", {1, 2, 3, 5, NAN, NAN}, 2);
+  ArtifactComparison c = compare_artifact_dirs(root / "A", root / "B", {0, 0});
+  auto kind = [&](const std::string& file, const std::string& tensor) {
+    for (auto& f : c.findings)
+      if (f.file == file && f.tensor == tensor) return f;
+    ADD_FAILURE() << file << " " << tensor << " not compared";
+    return TensorFinding{};
+  };
+  EXPECT_EQ(kind("same.safetensors", "output.rows").kind, FindingKind::agree);
+  EXPECT_TRUE(kind("same.safetensors", "output.rows").bitwise_equal);
+  EXPECT_EQ(kind("more.safetensors", "output.rows").kind, FindingKind::differ);
+  EXPECT_EQ(kind("more.safetensors", "output.rows").detail, "counted rows differ: A 2, B 3");
+  EXPECT_EQ(kind("more.safetensors", "output.n").kind, FindingKind::differ);
+  EXPECT_EQ(kind("wrong.safetensors", "output.rows").kind, FindingKind::differ);
+  EXPECT_NE(format_artifact_comparison(c).find("counted rows differ: A 2, B 3"), std::string::npos);
+  fs::remove_all(root);
+}
 
 TEST_F(CompareArtifacts, EveryRankTrialAndTensor) {
   ArtifactComparison c = compare_artifact_dirs(a_, b_, {1e-2, 1e-2});

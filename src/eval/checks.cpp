@@ -5,6 +5,7 @@
 #include "core/digest.hpp"
 #include "core/error.hpp"
 #include "core/poison.hpp"
+#include "core/ragged.hpp"
 #include "eval/compare.hpp"
 #include "eval/internal.hpp"
 #include "proto/plan.hpp"
@@ -40,6 +41,40 @@ size_t count_nonfinite(std::string_view bytes, DType d) {
   return c;
 }
 
+/// How many elements of output `o` one call's outputs (`outs`, in the rank's plan order) hold: all,
+/// or a ragged output's counted rows, its count read from that call's count output.
+template <typename Bytes>
+size_t checked_elems(const std::vector<TensorPlan>& plan, size_t o, const std::vector<Bytes>& outs) {
+  const TensorPlan& tp = plan[o];
+  if (tp.count_of < 0) return tp.numel();
+  const auto c = static_cast<size_t>(tp.count_of);
+  std::string_view count = outs.at(c);
+  if (count.size() < dtype_size(plan[c].dtype)) return 0;
+  return counted_elems(load_count(count.data(), plan[c].dtype), static_cast<size_t>(tp.shape[0]), tp.row_elems());
+}
+
+/// The bytes of output `o` that a call's checks look at (checked_elems of them).
+template <typename Bytes>
+std::string_view checked_part(const std::vector<TensorPlan>& plan, size_t o, const std::vector<Bytes>& outs) {
+  std::string_view b = outs.at(o);
+  return b.substr(0, std::min(b.size(), checked_elems(plan, o, outs) * dtype_size(plan[o].dtype)));
+}
+
+/// The shape of a checked part, for messages: a ragged output's counted rows.
+std::vector<long long> checked_shape(const TensorPlan& tp, size_t elems) {
+  std::vector<long long> s = tp.shape;
+  if (tp.count_of >= 0 && tp.row_elems() > 0) s[0] = static_cast<long long>(elems / tp.row_elems());
+  return s;
+}
+
+/// For a ragged output whose two sides counted different rows: the message (its rows are not
+/// compared; the count output itself fails its exact comparison too). Empty where they agree.
+std::string count_differs(const TensorPlan& tp, size_t got, size_t want, const char* other) {
+  if (tp.count_of < 0 || got == want || tp.row_elems() == 0) return "";
+  return "holds " + std::to_string(got / tp.row_elems()) + " counted rows, the " + other + " " +
+         std::to_string(want / tp.row_elems()) + " (its rows are compared only where the counts agree)";
+}
+
 }  // namespace
 
 void check_sanity(const Instance& inst, const StepResult& job, EvalRecord& rec) {
@@ -55,13 +90,16 @@ void check_sanity(const Instance& inst, const StepResult& job, EvalRecord& rec) 
         rec.add_check(ret == after, what + " fingerprint",
                       "the output changed after pkb_run returned: work left running on another stream, or peers "
                       "writing into it after this rank's call finished");
-        rec.add_check(digest_bytes(rt.outputs[o].data(), rt.outputs[o].size()) == after, what + " transfer",
+        // A ragged output: its counted rows only (the worker fingerprinted the same part).
+        std::string_view part = checked_part(ranks[r].outputs, o, rt.outputs);
+        rec.add_check(digest_bytes(part.data(), part.size()) == after, what + " transfer",
                       "the bytes received differ from the device fingerprint (the worker's report was altered)", nullptr,
                       Status::flagged);
-        size_t unwritten = count_matching(rt.outputs[o], dtype_size(tp.dtype), parse_hex(m.at("poison")));
+        size_t unwritten = count_matching(part, dtype_size(tp.dtype), parse_hex(m.at("poison")));
         rec.add_check(unwritten == 0, what + " written",
-                      std::to_string(unwritten) + " of " + std::to_string(tp.numel()) + " elements were never written");
-        size_t nonfinite = count_nonfinite(rt.outputs[o], tp.dtype) - (unwritten && is_floating(tp.dtype) ? unwritten : 0);
+                      std::to_string(unwritten) + " of " + std::to_string(part.size() / dtype_size(tp.dtype)) +
+                          (tp.count_of >= 0 ? " counted" : "") + " elements were never written");
+        size_t nonfinite = count_nonfinite(part, tp.dtype) - (unwritten && is_floating(tp.dtype) ? unwritten : 0);
         // An output that may hold NaN or Inf where the expected one does: the comparison checks where.
         if (!tp.compare.nonfinite_as_expected)
           rec.add_check(nonfinite == 0, what + " finite", std::to_string(nonfinite) + " elements are NaN or Inf");
@@ -84,13 +122,19 @@ void check_trials(const Instance& inst, const StepResult& base, const StepResult
     for (size_t r = 0; r < ranks.size(); ++r)
       for (size_t o = 0; o < ranks[r].outputs.size(); ++o) {
         const TensorPlan& tp = ranks[r].outputs[o];
-        const std::string& got = cand.trials[t][r].outputs[o];
-        const std::string& want = base.trials[t][r].outputs[o];
+        std::string_view got = checked_part(ranks[r].outputs, o, cand.trials[t][r].outputs);
+        std::string_view want = checked_part(ranks[r].outputs, o, base.trials[t][r].outputs);
         identical &= got == want;
+        std::string what = trial_what(static_cast<int>(t), static_cast<int>(r), "output", tp.name) + " vs baseline";
+        size_t esz = dtype_size(tp.dtype);
+        if (std::string why = count_differs(tp, got.size() / esz, want.size() / esz, "baseline's"); !why.empty()) {
+          rec.add_check(false, what, why);
+          continue;
+        }
         uint64_t poison = parse_hex(cand.trials[t][r].meta.at("outputs").at(o).at("poison"));
         CompareStats s = compare_bytes(got, want, tp.dtype, for_call(tp.compare, inst.heldout && heldout_trial(t)), poison);
-        rec.add_check(s.ok(), trial_what(static_cast<int>(t), static_cast<int>(r), "output", tp.name) + " vs baseline",
-                      s.ok() ? "" : describe_mismatch(s, tp.shape), to_json(s, tp.shape));
+        auto shape = checked_shape(tp, got.size() / esz);
+        rec.add_check(s.ok(), what, s.ok() ? "" : describe_mismatch(s, shape), to_json(s, shape));
       }
   rec.bitwise_identical = identical;
 }
@@ -188,15 +232,21 @@ void check_timed_calls(const Instance& inst, const StepResult& base, const StepR
     // what the worker fingerprinted when the call returned (committed before it knew the call was one).
     if (!cand.full_calls.empty() && cand.full_calls == base.full_calls) {
       size_t coff = full_offset(ct, ranks[r], iters), boff = full_offset(bt, ranks[r], iters);
-      for (int call : cand.full_calls)
-        for (size_t o = 0; o < ranks[r].outputs.size(); ++o) {
-          const TensorPlan& tp = ranks[r].outputs[o];
+      const auto& outs = ranks[r].outputs;
+      for (int call : cand.full_calls) {
+        std::vector<std::string_view> got_all, want_all;  // the call's outputs, whole
+        for (const TensorPlan& tp : outs) {
           size_t n = tp.bytes();
           if (coff + n > ct.samples.size() || boff + n > bt.samples.size())
             throw Error(Errc::protocol_error, "timing: the fully checked outputs are shorter than the plan says");
-          std::string_view got(ct.samples.data() + coff, n), want(bt.samples.data() + boff, n);
+          got_all.emplace_back(ct.samples.data() + coff, n);
+          want_all.emplace_back(bt.samples.data() + boff, n);
           coff += n;
           boff += n;
+        }
+        for (size_t o = 0; o < outs.size(); ++o) {
+          const TensorPlan& tp = outs[o];
+          std::string_view got = checked_part(outs, o, got_all), want = checked_part(outs, o, want_all);
           std::string what = "timed call " + std::to_string(call) + " rank " + std::to_string(r) + " output '" + tp.name + "'";
           if (cand.calls.size() > r && cand.calls[r].size() > static_cast<size_t>(call)) {
             uint64_t committed = std::stoull(cand.calls[r][static_cast<size_t>(call)].digests.at(o), nullptr, 16);
@@ -204,10 +254,17 @@ void check_timed_calls(const Instance& inst, const StepResult& base, const StepR
                           "the bytes reported differ from the fingerprint committed when the call returned", nullptr,
                           Status::flagged);
           }
+          size_t esz = dtype_size(tp.dtype);
+          if (std::string why = count_differs(tp, got.size() / esz, want.size() / esz, "baseline's"); !why.empty()) {
+            rec.add_check(false, what + " (every element) vs baseline", why);
+            continue;
+          }
           CompareStats cs = compare_bytes(got, want, tp.dtype, for_call(tp.compare, inst.heldout));
-          rec.add_check(cs.ok(), what + " (every element) vs baseline", cs.ok() ? "" : describe_mismatch(cs, tp.shape),
-                        to_json(cs, tp.shape));
+          auto shape = checked_shape(tp, got.size() / esz);
+          rec.add_check(cs.ok(), what + " (every element) vs baseline", cs.ok() ? "" : describe_mismatch(cs, shape),
+                        to_json(cs, shape));
         }
+      }
     }
     for (size_t i = 0; i < ranks[r].inputs.size(); ++i) {
       if (ranks[r].inputs[i].mutable_) continue;
@@ -332,6 +389,10 @@ std::string generate_input(const TensorPlan& tp, uint64_t seed, uint64_t trial, 
 void check_oracle(const Instance& inst, uint64_t seed, const StepResult& job, EvalRecord& rec) {
   OracleFn fn = find_oracle(inst.spec->stem);
   if (!fn) throw Error(Errc::invalid_argument, inst.spec->stem + " has no CPU oracle");
+  check_oracle_with(fn, inst, seed, job, rec);
+}
+
+void check_oracle_with(OracleFn fn, const Instance& inst, uint64_t seed, const StepResult& job, EvalRecord& rec) {
   const auto& ranks = inst.ranks;
   for (size_t t = 0; t < job.trials.size(); ++t) {
     OracleIO io;
@@ -362,10 +423,21 @@ void check_oracle(const Instance& inst, uint64_t seed, const StepResult& job, Ev
     for (size_t r = 0; r < ranks.size(); ++r)
       for (size_t o = 0; o < ranks[r].outputs.size(); ++o) {
         const TensorPlan& tp = ranks[r].outputs[o];
-        CompareStats s = compare_to_values(job.trials[t][r].outputs[o], tp.dtype, io.outputs[r][o].values,
-                                           for_call(tp.compare, inst.heldout && heldout_trial(t)));
-        rec.add_check(s.ok(), trial_what(static_cast<int>(t), static_cast<int>(r), "output", tp.name) + " vs oracle",
-                      s.ok() ? "" : describe_mismatch(s, tp.shape), to_json(s, tp.shape));
+        std::string what = trial_what(static_cast<int>(t), static_cast<int>(r), "output", tp.name) + " vs oracle";
+        std::string_view got = checked_part(ranks[r].outputs, o, job.trials[t][r].outputs);
+        std::vector<double> want = io.outputs[r][o].values;
+        if (tp.count_of >= 0) {  // the oracle's count says which rows it computed
+          const auto& count = io.outputs[r][static_cast<size_t>(tp.count_of)].values;
+          long long n = count.empty() ? 0 : std::llround(count[0]);
+          want.resize(std::min(want.size(), counted_elems(n, static_cast<size_t>(tp.shape[0]), tp.row_elems())));
+          if (std::string why = count_differs(tp, got.size() / dtype_size(tp.dtype), want.size(), "oracle"); !why.empty()) {
+            rec.add_check(false, what, why);
+            continue;
+          }
+        }
+        CompareStats s = compare_to_values(got, tp.dtype, want, for_call(tp.compare, inst.heldout && heldout_trial(t)));
+        auto shape = checked_shape(tp, want.size());
+        rec.add_check(s.ok(), what, s.ok() ? "" : describe_mismatch(s, shape), to_json(s, shape));
       }
   }
 }

@@ -45,6 +45,8 @@ void dump_artifacts(const std::string& dir, const Prepared& p, const Instance& i
         else std::snprintf(buf, sizeof buf, "%.17g %.17g", tp.compare.tol.atol, tp.compare.tol.rtol);
         meta["compare.output." + tp.name] = buf;
         if (tp.compare.nonfinite_as_expected) meta["nonfinite.output." + tp.name] = "as_expected";
+        // A ragged output: `pkb compare` compares its counted rows only, as the checks did.
+        if (tp.count_of >= 0) meta["count.output." + tp.name] = "output." + rp.outputs[static_cast<size_t>(tp.count_of)].name;
       }
       // A held-out trial: `pkb compare` holds its floating outputs to the norm-wise bound too.
       if (inst.heldout && heldout_trial(t))

@@ -175,7 +175,7 @@ StepPlan step_plan(const Step& st, const RankPlan& rp) {
   StepPlan sp;
   sp.name = st.name;
   for (auto& t : rp.inputs) sp.inputs.push_back({t.name, t.dtype, t.shape, t.dist, t.mutable_});
-  for (auto& t : rp.outputs) sp.outputs.push_back({t.name, t.dtype, t.shape, {}});
+  for (auto& t : rp.outputs) sp.outputs.push_back({t.name, t.dtype, t.shape, {}, false, t.count_of});
   sp.params = st.inst->int_params();
   sp.float_params = st.inst->float_params;
   sp.trial_params = st.inst->trial_params;

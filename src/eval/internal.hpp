@@ -9,6 +9,7 @@
 #include "eval/gate.hpp"
 #include "eval/system.hpp"
 #include "roofline/hardware.hpp"
+#include "spec/oracle.hpp"
 #include "spec/spec.hpp"
 
 namespace pkb::detail {
@@ -79,6 +80,8 @@ void check_trials(const Instance& inst, const StepResult& base, const StepResult
 void check_timed_calls(const Instance& inst, const StepResult& base, const StepResult& cand, EvalRecord& rec);
 /// Compares trial outputs with the CPU oracle (needs inputs in the job result).
 void check_oracle(const Instance& inst, uint64_t seed, const StepResult& job, EvalRecord& rec);
+/// The same with a given oracle (tests; check_oracle finds the problem's own).
+void check_oracle_with(OracleFn fn, const Instance& inst, uint64_t seed, const StepResult& job, EvalRecord& rec);
 /// The bytes of input `i` of rank `r` in correctness trial `t`, generated on the CPU exactly as the
 /// workers generate them on the GPU.
 std::string generate_input(const TensorPlan& tp, uint64_t seed, uint64_t trial, int rank, size_t i);

@@ -135,6 +135,11 @@ std::string tensor_list(const Instance& inst, bool inputs) {
         if (get(start).mutable_) out += "; the reference modifies it in place (you may too; only outputs are compared)";
       } else {
         out += compare_note(get(start).compare, inst.tolerance);
+        if (!specs[i].count.empty())
+          out += fmt::format(
+              "; ragged: its first dimension ({} rows) is a capacity, and output `{}` must hold how many rows you wrote "
+              "(rows 0 to count - 1 are compared; rows past the count may hold anything)",
+              get(start).shape[0], specs[i].count);
       }
       if (!specs[i].doc.empty()) out += " — " + specs[i].doc;
       out += "\n";

@@ -240,6 +240,42 @@ shape = ["M"]
   EXPECT_EQ(p.user.find("Held-out calls (trials"), std::string::npos) << "no grid input, no held-out rule";
 }
 
+TEST_F(RealPrompt, ARaggedOutputsCountIsStated) {
+  fs::path dir = fs::temp_directory_path() / ("pkb_prompt_test_" + std::to_string(::getpid())) / "98_ragged";
+  fs::create_directories(dir);
+  std::ofstream(dir / "reference.cu") << "// reference\n";
+  std::ofstream(dir / "spec.toml") << R"(
+id = 98
+name = "ragged"
+pattern = "p"
+summary = "s"
+[[sizes]]
+name = "s"
+M = 8
+[[inputs]]
+name = "x"
+shape = ["M", 2]
+[[outputs]]
+name = "kept"
+shape = ["M", 2]
+count = "n_kept"
+[[outputs]]
+name = "n_kept"
+dtype = "int64"
+shape = [1]
+)";
+  spec = load_spec(dir);
+  PromptRequest req;
+  req.world = 2;
+  req.dtype = "bf16";
+  req.home = pkb_home();
+  Prompt p = render_prompt(t, gather_prompt_inputs(t, spec, req));
+  fs::remove_all(dir.parent_path());
+  EXPECT_NE(p.user.find("ragged: its first dimension (8 rows) is a capacity, and output `n_kept` must hold how many rows"),
+            std::string::npos)
+      << p.user;
+}
+
 TEST_F(RealPrompt, PerRankShapesFollowTheWorldSize) {
   Prompt p = prompt_for("5_scatter", std::nullopt, 2);
   EXPECT_NE(p.user.find("`tensor` on rank 0: bf16[2, 1024, 1024]"), std::string::npos) << p.user;

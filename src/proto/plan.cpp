@@ -36,6 +36,7 @@ void from_json(const json& j, Dist& d) {
 void to_json(json& j, const TensorDesc& t) {
   j = json{{"name", t.name}, {"dtype", std::string(to_string(t.dtype))}, {"shape", t.shape}, {"dist", t.dist}};
   if (t.writable) j["writable"] = true;
+  if (t.count_of >= 0) j["count_of"] = t.count_of;
 }
 void from_json(const json& j, TensorDesc& t) {
   t.name = j.at("name").get<std::string>();
@@ -45,6 +46,7 @@ void from_json(const json& j, TensorDesc& t) {
   t.shape = j.at("shape").get<std::vector<long long>>();
   t.dist = j.at("dist").get<Dist>();
   t.writable = j.value("writable", false);
+  t.count_of = j.value("count_of", -1);
 }
 
 void to_json(json& j, const TimingPlan& t) {
@@ -90,6 +92,14 @@ void from_json(const json& j, StepPlan& s) {
   s.name = j.at("name").get<std::string>();
   s.inputs = j.at("inputs").get<std::vector<TensorDesc>>();
   s.outputs = j.at("outputs").get<std::vector<TensorDesc>>();
+  for (size_t o = 0; o < s.outputs.size(); ++o) {
+    int c = s.outputs[o].count_of;
+    if (c < 0) continue;
+    const TensorDesc* d = static_cast<size_t>(c) < s.outputs.size() && static_cast<size_t>(c) != o ? &s.outputs[c] : nullptr;
+    if (!d || (d->dtype != DType::i32 && d->dtype != DType::i64) || d->numel() != 1 || s.outputs[o].shape.empty())
+      fail(Errc::protocol_error,
+           "plan: output '" + s.outputs[o].name + "' has a count that is not a one-element int32/int64 output");
+  }
   for (auto& kv : j.at("params")) s.params.emplace_back(kv.at("name").get<std::string>(), kv.at("value").get<long long>());
   if (j.contains("float_params"))
     for (auto& kv : j.at("float_params"))

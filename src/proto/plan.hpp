@@ -20,9 +20,17 @@ struct TensorDesc {
   /// Inputs only: the problem modifies it in place (the solution's process maps it read-write; every
   /// other input is mapped read-only there).
   bool writable = false;
+  /// Outputs only: a ragged output's count (an index into the step's outputs), or -1. Only the first
+  /// `count` rows (of row_elems() elements) are fingerprinted, counted and sampled.
+  int count_of = -1;
   size_t numel() const {
     size_t n = 1;
     for (auto d : shape) n *= static_cast<size_t>(d);
+    return n;
+  }
+  size_t row_elems() const {
+    size_t n = 1;
+    for (size_t i = 1; i < shape.size(); ++i) n *= static_cast<size_t>(shape[i]);
     return n;
   }
   size_t bytes() const { return numel() * dtype_size(dtype); }

@@ -282,7 +282,13 @@ void parse_output_compare(const Reader& r, const toml::table& t, const std::stri
   for (auto key : {"atol", "rtol"})
     if (auto v = t.get(key))
       r.error_at(*v, where + "." + key, "an output's own tolerance is a table: tolerance = { " + std::string(key) + " = ... }");
-  r.only_keys(t, where, {"name", "dtype", "shape", "shape_if", "compare", "tolerance", "nonfinite", "doc"});
+  r.only_keys(t, where, {"name", "dtype", "shape", "shape_if", "compare", "tolerance", "nonfinite", "count", "doc"});
+  if (auto n = t.get("count")) {
+    auto v = n->value<std::string>();
+    if (!v || v->empty())
+      r.error_at(*n, where + ".count", "must name the output that holds this output's row count (count = \"n_rows\")");
+    ts.count = *v;
+  }
   if (auto n = t.get("nonfinite")) {
     auto v = n->value<std::string>();
     if (!v || *v != "as_baseline")
@@ -468,6 +474,26 @@ void check_views(const Reader& r, const Spec& s) {
     if (t.shared)
       r.error("inputs[" + std::to_string(i) + "].shared",
               "input '" + t.name + "': a view shares the draw of '" + t.init.of + "'");
+  }
+}
+
+/// `count = "<output>"` names another output of an integer dtype (int32 or int64, fixed in the
+/// spec), which is no ragged output itself and is compared exactly.
+void check_counts(const Reader& r, const Spec& s) {
+  for (size_t o = 0; o < s.outputs.size(); ++o) {
+    const TensorSpec& t = s.outputs[o];
+    if (t.count.empty()) continue;
+    std::string where = "outputs[" + std::to_string(o) + "].count";
+    auto c = std::find_if(s.outputs.begin(), s.outputs.end(), [&](const TensorSpec& x) { return x.name == t.count; });
+    if (c == s.outputs.end()) r.error(where, "output '" + t.name + "': no output named '" + t.count + "'");
+    if (&*c == &t) r.error(where, "output '" + t.name + "' cannot hold its own count");
+    auto cd = parse_dtype(c->dtype);
+    if (!cd || (*cd != DType::i32 && *cd != DType::i64))
+      r.error(where, "output '" + t.name + "': its count '" + t.count + "' must have dtype \"int32\" or \"int64\" (it has \"" +
+                         c->dtype + "\")");
+    if (!c->count.empty()) r.error(where, "output '" + t.name + "': its count '" + t.count + "' is a ragged output itself");
+    if (c->compare == CompareMode::tolerance || !c->tolerance.empty())
+      r.error(where, "output '" + t.name + "': its count '" + t.count + "' must be compared exactly (it has a tolerance)");
   }
 }
 
@@ -763,6 +789,7 @@ Spec load_spec(const std::filesystem::path& dir) {
   check_variables(r, s);
   check_shared_by(r, s);
   check_views(r, s);
+  check_counts(r, s);
 
   Sha256 h;
   h.update(text);
@@ -777,6 +804,12 @@ Spec load_spec(const std::filesystem::path& dir) {
 size_t TensorPlan::numel() const {
   size_t n = 1;
   for (auto d : shape) n *= static_cast<size_t>(d);
+  return n;
+}
+
+size_t TensorPlan::row_elems() const {
+  size_t n = 1;
+  for (size_t i = 1; i < shape.size(); ++i) n *= static_cast<size_t>(shape[i]);
   return n;
 }
 
@@ -921,6 +954,24 @@ void link_views(const Spec& spec, RankPlan& rp) {
   }
 }
 
+/// Gives every ragged output the index of its count (check_counts: it exists), and checks the shapes:
+/// the count has one element, the ragged output at least one dimension (its rows).
+void link_counts(const Spec& spec, RankPlan& rp) {
+  for (size_t o = 0; o < spec.outputs.size(); ++o) {
+    const std::string& count = spec.outputs[o].count;
+    if (count.empty()) continue;
+    int c = 0;
+    while (spec.outputs[static_cast<size_t>(c)].name != count) ++c;
+    TensorPlan& p = rp.outputs[o];
+    p.count_of = c;
+    if (rp.outputs[static_cast<size_t>(c)].numel() != 1)
+      fail(Errc::invalid_argument, spec.stem + ": output '" + count + "' counts the rows of '" + p.name +
+                                       "', so it must have exactly one element (shape [1])");
+    if (p.shape.empty())
+      fail(Errc::invalid_argument, spec.stem + ": output '" + p.name + "' has a count, so it needs a first dimension (its rows)");
+  }
+}
+
 TensorPlan resolve_tensor(const Spec& spec, const TensorSpec& t, const Vars& v, DType dtype, bool is_input) {
   TensorPlan p;
   p.name = t.name;
@@ -1033,6 +1084,7 @@ Instance resolve(const Spec& spec, int world, const SizeChoice& size, DType dtyp
       rp.outputs.push_back(resolve_tensor(spec, spec.outputs[o], rv, dtype, false));
       rp.outputs.back().compare = spec.comparison_for(o, rp.outputs.back().dtype, dtype);
     }
+    link_counts(spec, rp);
     for (auto& g : spec.groups)
       rp.groups.push_back({g.name, static_cast<int>(g.color.eval_int(rv)), static_cast<int>(g.key.eval_int(rv))});
     inst.ranks.push_back(std::move(rp));

@@ -98,6 +98,11 @@ struct TensorSpec {
   std::optional<CompareMode> compare;  // outputs only: `compare = "exact" | "tolerance"`, else the default
   ToleranceSpec tolerance;  // outputs only: the output's own tolerance table
   bool nonfinite_as_baseline = false;  // outputs only: `nonfinite = "as_baseline"` (Comparison)
+  /// Outputs only: `count = "<output>"`, a ragged output. Its first dimension is a capacity; the named
+  /// output (int32 or int64, one element, written by the solution) says how many rows of it hold
+  /// values. The count is compared exactly, the counted rows by value, and the rows past it not at
+  /// all (a solution may leave them unwritten or fill them with anything).
+  std::string count;
   std::string doc;
 };
 
@@ -191,7 +196,10 @@ struct TensorPlan {
   Dist dist;  // inputs only
   bool mutable_ = false;  // inputs only: may be modified by a call (regenerated before every call)
   Comparison compare;  // outputs only: how it is compared (Spec::comparison_for)
+  int count_of = -1;  // outputs only: a ragged output's count (an index into the rank's outputs), or -1
   size_t numel() const;
+  /// Elements per row of the first dimension (a ragged output's rows are counted in these).
+  size_t row_elems() const;
   size_t bytes() const { return numel() * dtype_size(dtype); }
 };
 

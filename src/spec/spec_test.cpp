@@ -349,6 +349,68 @@ TEST_F(SpecTest, OutputsCarryTheirComparison) {
   }
 }
 
+TEST_F(SpecTest, RaggedOutputsNameACountThatIsOneExactInteger) {
+  std::string base = R"(
+id = 9
+name = "rag"
+pattern = "p"
+summary = "s"
+dtypes = ["bf16"]
+[[sizes]]
+name = "s"
+M = 8
+[[inputs]]
+name = "x"
+shape = ["M", 4]
+[[outputs]]
+name = "rows"
+shape = ["M", 4]
+count = "n"
+[[outputs]]
+name = "n"
+dtype = "int32"
+shape = [1]
+)";
+  Spec s = load_spec(write("9_rag", base));
+  EXPECT_EQ(s.outputs[0].count, "n");
+  Instance inst = resolve(s, 2, {}, DType::bf16);
+  for (auto& rp : inst.ranks) {
+    EXPECT_EQ(rp.outputs[0].count_of, 1);
+    EXPECT_EQ(rp.outputs[0].row_elems(), 4u);
+    EXPECT_EQ(rp.outputs[1].count_of, -1);
+    EXPECT_TRUE(rp.outputs[1].compare.exact());
+  }
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = base;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  auto expect_error = [&](const std::string& text, const std::string& want) {
+    std::string e = error_of(write("9_rag", text));
+    EXPECT_NE(e.find(want), std::string::npos) << e;
+  };
+  expect_error(with("count = \"n\"", "count = \"m\""), "outputs[0].count: output 'rows': no output named 'm'");
+  expect_error(with("count = \"n\"", "count = \"rows\""), "cannot hold its own count");
+  expect_error(with("count = \"n\"", "count = 3"), "outputs[0].count");
+  expect_error(with("dtype = \"int32\"", "dtype = \"fp32\""), "must have dtype \"int32\" or \"int64\"");
+  expect_error(with("dtype = \"int32\"", "dtype = \"int32\"\ncompare = \"tolerance\""), "must be compared exactly");
+  expect_error(with("dtype = \"int32\"", "dtype = \"int32\"\ncount = \"rows\""), "is a ragged output itself");
+  // Shapes are known only when resolved: a count of two elements, a ragged output without rows.
+  auto resolve_error = [&](const std::string& text) -> std::string {
+    try {
+      Spec sp = load_spec(write("9_rag", text));
+      resolve(sp, 2, {}, DType::bf16);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  std::string e = resolve_error(with("shape = [1]", "shape = [2]"));
+  EXPECT_NE(e.find("output 'n' counts the rows of 'rows', so it must have exactly one element"), std::string::npos) << e;
+  e = resolve_error(with("shape = [\"M\", 4]\ncount", "shape = []\ncount"));
+  EXPECT_NE(e.find("output 'rows' has a count, so it needs a first dimension"), std::string::npos) << e;
+}
+
 TEST_F(SpecTest, HeldOutInputsAndBounds) {
   std::string base = R"(
 id = 9

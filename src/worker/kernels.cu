@@ -1,6 +1,7 @@
 #include "core/cuda_check.hpp"
 #include "core/digest.hpp"
 #include "core/poison.hpp"
+#include "core/ragged.hpp"
 #include "worker/kernels.cuh"
 
 namespace pkb::worker {
@@ -41,9 +42,14 @@ __device__ unsigned long long warp_sum(unsigned long long v) {
   return v;
 }
 
+__device__ size_t checked_elems(size_t numel, const RowLimit& lim) {
+  return lim.count ? counted_elems(load_count(lim.count, lim.count_dtype), lim.rows, lim.row_elems) : numel;
+}
+
 template <typename T>
-__global__ void check_kernel(const T* data, DType dtype, size_t numel, T poison, CheckSlot* slot) {
+__global__ void check_kernel(const T* data, DType dtype, size_t capacity, T poison, CheckSlot* slot, RowLimit lim) {
   unsigned long long digest = 0, unwritten = 0, nonfinite = 0;
+  const size_t numel = checked_elems(capacity, lim);
   const size_t bytes = numel * sizeof(T);
   const uint32_t* words = reinterpret_cast<const uint32_t*>(data);
   const size_t nwords = bytes / 4;
@@ -71,9 +77,11 @@ __global__ void check_kernel(const T* data, DType dtype, size_t numel, T poison,
 }
 
 template <typename T>
-__global__ void gather_kernel(const T* data, const uint64_t* pos, int k, T* out) {
+__global__ void gather_kernel(const T* data, const uint64_t* pos, int k, T* out, RowLimit lim) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < k) out[i] = data[pos[i]];
+  if (i >= k) return;
+  const size_t n = checked_elems(~size_t(0), lim);
+  out[i] = pos[i] < n ? data[pos[i]] : T(0);
 }
 
 __global__ void barrier_delay_kernel(ncclDevComm dc, long long delay_ns) {
@@ -132,34 +140,36 @@ void launch_fill_pattern(void* data, size_t elem_size, size_t numel, uint64_t pa
   CUDA_CHECK(cudaGetLastError());
 }
 
-void launch_check(const void* data, DType dtype, size_t numel, uint64_t poison, CheckSlot* slot, cudaStream_t s) {
+void launch_check(const void* data, DType dtype, size_t numel, uint64_t poison, CheckSlot* slot, cudaStream_t s,
+                  RowLimit limit) {
   if (numel == 0) return;
   int g = grid_for(numel, 8);
   switch (dtype_size(dtype)) {
-    case 1: check_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint8_t*>(data), dtype, numel, uint8_t(poison), slot); break;
-    case 2: check_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint16_t*>(data), dtype, numel, uint16_t(poison), slot); break;
-    case 4: check_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint32_t*>(data), dtype, numel, uint32_t(poison), slot); break;
-    case 8: check_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint64_t*>(data), dtype, numel, uint64_t(poison), slot); break;
+    case 1: check_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint8_t*>(data), dtype, numel, uint8_t(poison), slot, limit); break;
+    case 2: check_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint16_t*>(data), dtype, numel, uint16_t(poison), slot, limit); break;
+    case 4: check_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint32_t*>(data), dtype, numel, uint32_t(poison), slot, limit); break;
+    case 8: check_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint64_t*>(data), dtype, numel, uint64_t(poison), slot, limit); break;
     default: fail(Errc::internal, "check: unsupported element size");
   }
   CUDA_CHECK(cudaGetLastError());
 }
 
-void launch_gather_samples(const void* data, size_t elem_size, const uint64_t* positions, int k, void* out, cudaStream_t s) {
+void launch_gather_samples(const void* data, size_t elem_size, const uint64_t* positions, int k, void* out, cudaStream_t s,
+                           RowLimit limit) {
   if (k == 0) return;
   int g = (k + kThreads - 1) / kThreads;
   switch (elem_size) {
     case 1:
-      gather_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint8_t*>(data), positions, k, static_cast<uint8_t*>(out));
+      gather_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint8_t*>(data), positions, k, static_cast<uint8_t*>(out), limit);
       break;
     case 2:
-      gather_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint16_t*>(data), positions, k, static_cast<uint16_t*>(out));
+      gather_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint16_t*>(data), positions, k, static_cast<uint16_t*>(out), limit);
       break;
     case 4:
-      gather_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint32_t*>(data), positions, k, static_cast<uint32_t*>(out));
+      gather_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint32_t*>(data), positions, k, static_cast<uint32_t*>(out), limit);
       break;
     case 8:
-      gather_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint64_t*>(data), positions, k, static_cast<uint64_t*>(out));
+      gather_kernel<<<g, kThreads, 0, s>>>(static_cast<const uint64_t*>(data), positions, k, static_cast<uint64_t*>(out), limit);
       break;
     default: fail(Errc::internal, "gather: unsupported element size");
   }

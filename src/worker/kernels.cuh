@@ -20,11 +20,23 @@ struct CheckSlot {
   unsigned long long nonfinite;  // NaN/Inf elements (floating types)
 };
 
+/// The part of an output that is checked: all of it, or a ragged output's counted rows, with the
+/// count read on the device (from the count output) when the kernel runs (core/ragged.hpp).
+struct RowLimit {
+  const void* count = nullptr;  // the count output; null: every element
+  DType count_dtype = DType::i64;
+  size_t rows = 0, row_elems = 0;
+};
+
 void launch_generate(void* data, DType dtype, size_t numel, const Dist& dist, uint64_t key, cudaStream_t s);
 void launch_fill_pattern(void* data, size_t elem_size, size_t numel, uint64_t pattern, cudaStream_t s);
-void launch_check(const void* data, DType dtype, size_t numel, uint64_t poison, CheckSlot* slot, cudaStream_t s);
-/// out[k] = element positions[k] of data (elem_size bytes each).
-void launch_gather_samples(const void* data, size_t elem_size, const uint64_t* positions, int k, void* out, cudaStream_t s);
+/// Digest, unwritten and non-finite counts of the first `numel` elements, or of the counted rows.
+void launch_check(const void* data, DType dtype, size_t numel, uint64_t poison, CheckSlot* slot, cudaStream_t s,
+                  RowLimit limit = {});
+/// out[k] = element positions[k] of data (elem_size bytes each); zero where a position lies past
+/// a ragged output's counted rows.
+void launch_gather_samples(const void* data, size_t elem_size, const uint64_t* positions, int k, void* out, cudaStream_t s,
+                           RowLimit limit = {});
 /// An LSA barrier over every rank, then a GPU-side wait of `delay_us` (so the call that follows is
 /// already queued when the GPU reaches it).
 void launch_barrier_delay(const ncclDevComm& dc, double delay_us, cudaStream_t s);

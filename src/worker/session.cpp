@@ -132,6 +132,18 @@ std::vector<long long> Session::call_params(const TensorSet& set) const {
   return v;
 }
 
+RowLimit Session::row_limit(size_t o) const {
+  const TensorDesc& d = step_->outputs[o];
+  if (d.count_of < 0) return {};
+  const auto c = static_cast<size_t>(d.count_of);  // a one-element int32/int64 output (the plan checks)
+  return {out_.data[c], step_->outputs[c].dtype, static_cast<size_t>(d.shape[0]), d.row_elems()};
+}
+
+void Session::check_output(size_t o, uint64_t poison, CheckSlot* slot) {
+  const TensorDesc& d = step_->outputs[o];
+  launch_check(out_.data[o], d.dtype, d.numel(), poison, slot, hs_->get(), row_limit(o));
+}
+
 json Session::run_call(const TensorSet& in, json op, CheckSlot* at_return, const std::vector<uint64_t>& poisons) {
   op["op"] = "run";
   op["in"] = in.id;
@@ -143,8 +155,7 @@ json Session::run_call(const TensorSet& in, json op, CheckSlot* at_return, const
   // Fingerprint at return: what the solution's stream had finished when pkb_run returned.
   if (at_return) {
     CUDA_CHECK(cudaStreamWaitEvent(hs_->get(), returned_, 0));
-    for (size_t o = 0; o < step_->outputs.size(); ++o)
-      launch_check(out_.data[o], step_->outputs[o].dtype, step_->outputs[o].numel(), poisons[o], at_return + o, hs_->get());
+    for (size_t o = 0; o < step_->outputs.size(); ++o) check_output(o, poisons[o], at_return + o);
   }
   json f = runner_->receive();
   if (f.value("stage", std::string()) != "finished" || !f.contains("ms") || !f["ms"].is_number())
@@ -213,8 +224,7 @@ void Session::run_trial(int trial) {
   CUDA_CHECK(cudaStreamSynchronize(hs));
   // The runner synchronizes its device and then every rank before it says the call finished.
   run_call(in, json{{"barrier_after", true}}, out_return, poisons);
-  for (size_t o = 0; o < n_out; ++o)
-    launch_check(out_.data[o], step_->outputs[o].dtype, step_->outputs[o].numel(), poisons[o], out_after + o, hs);
+  for (size_t o = 0; o < n_out; ++o) check_output(o, poisons[o], out_after + o);
   for (size_t i = 0; i < n_in; ++i)
     launch_check(in.data[i], step_->inputs[i].dtype, step_->inputs[i].numel(), 0, in_after + i, hs);
   std::vector<CheckSlot> host(2 * n_in + 2 * n_out);

@@ -56,6 +56,11 @@ class Session {
   void run_graph_timing();
   void run_profile();  // --profile (profiling.cpp)
   void send_timing(const nlohmann::json& body, std::string samples);
+  /// What of output `o` is checked: every element, or a ragged output's counted rows (its count read
+  /// from the output set on the device).
+  RowLimit row_limit(size_t o) const;
+  /// Fingerprints output `o` of the output set (poisoned with `poison`) into `slot` on the checker's stream.
+  void check_output(size_t o, uint64_t poison, CheckSlot* slot);
 
   // timing helpers (timing.cpp)
   void regenerate(TensorSet& set, uint64_t seed, uint64_t stream, CheckSlot* digest_slots);

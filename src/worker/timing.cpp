@@ -166,12 +166,12 @@ void Session::run_timing() {
     for (size_t o = 0; o < n_out; ++o) {
       const TensorDesc& d = step_->outputs[o];
       size_t esz = dtype_size(d.dtype);
-      launch_check(out_.data[o], d.dtype, d.numel(), poisons[o], out_after + t * n_out + o, s);
+      check_output(o, poisons[o], out_after + t * n_out + o);
       auto pos = sample_positions(skey, plan_.rank, static_cast<int>(o), d.numel(), step_->timing.samples_per_output);
       if (!pos.empty())
         CUDA_CHECK(cudaMemcpyAsync(chk.positions[o].get(), pos.data(), pos.size() * sizeof(uint64_t), cudaMemcpyHostToDevice, s));
       launch_gather_samples(out_.data[o], esz, chk.positions[o].as<uint64_t>(), chk.k[o],
-                            chk.samples[o].as<char>() + static_cast<size_t>(t) * chk.k[o] * esz, s);
+                            chk.samples[o].as<char>() + static_cast<size_t>(t) * chk.k[o] * esz, s, row_limit(o));
       if (!pos.empty()) CUDA_CHECK(cudaStreamSynchronize(s));  // pos is a host vector about to go
     }
     for (size_t i = 0; i < n_in; ++i)
@@ -260,7 +260,7 @@ void Session::run_graph_timing() {
   CUDA_CHECK(cudaMemsetAsync(slots.get(), 0, slots.bytes(), s));
   for (size_t o = 0; o < step_->outputs.size(); ++o) {
     const TensorDesc& d = step_->outputs[o];
-    launch_check(out_.data[o], d.dtype, d.numel(), poison_pattern(d.dtype, 0x5eed + o), slots.as<CheckSlot>() + o, s);
+    check_output(o, poison_pattern(d.dtype, 0x5eed + o), slots.as<CheckSlot>() + o);
   }
   std::vector<CheckSlot> h(step_->outputs.size());
   CUDA_CHECK(cudaMemcpyAsync(h.data(), slots.get(), h.size() * sizeof(CheckSlot), cudaMemcpyDeviceToHost, s));

@@ -14,6 +14,7 @@
 //   SampleOneShotAllReducePasses     the one-shot all-reduce example passes and is timed
 //   ExpertsPassAtEverySizeClass      every expert solution at every size class of its problem
 //   EmulatedNodesSplitTheLsaTeam...  two emulated hosts: the LSA team splits, everything still passes
+//   RaggedOutputsAreChecked...       a ragged output (spec `count`): right and wrong variants of a compaction
 // And once (it must run alone: it reads the GPUs' memory):
 //   Adversarial.EveryCase...         every solutions/adversarial/*.cu gets the verdict its header
 //                                    names, leaves no process behind, gives the GPUs' memory back,
@@ -31,6 +32,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -347,6 +349,46 @@ extern "C" int pkb_finalize(pkb_context*) { return 0; }
   }
   ::unsetenv("PKB_EMULATE_NODES");
   EXPECT_TRUE(leftover_workers().empty());
+}
+
+// Ragged outputs (a spec's `count`): tests/gpu/problems/901_ragged_compact keeps a data-dependent number
+// of rows at the front of its output and leaves the rest poisoned, which must pass as its own
+// candidate. Its variants (kVariant in its reference.cu): NaN past the count passes and is bitwise
+// identical where compared; a count one too many, a counted row never written, and a counted row
+// with a wrong value each fail as a mismatch that names the output.
+TEST_P(Gpu, RaggedOutputsAreCheckedOverTheirCountedRows) {
+  const fs::path dir = fs::path(PKB_TEST_SOURCE_DIR) / "tests" / "gpu" / "problems";
+  std::ifstream in(dir / "901_ragged_compact" / "reference.cu");
+  std::string src((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string knob = "kVariant = 0;";
+  ASSERT_NE(src.find(knob), std::string::npos);
+  struct Variant {
+    int k;
+    const char* name;
+    const char* status;
+  };
+  for (Variant v : {Variant{0, "reference", "ok"}, Variant{1, "tail_filled", "ok"}, Variant{2, "count_one_too_many", "mismatch"},
+                    Variant{3, "row_skipped", "mismatch"}, Variant{4, "row_wrong", "mismatch"}}) {
+    std::string solution = "reference";
+    if (v.k) {
+      fs::path file = fs::temp_directory_path() / ("pkb_ragged_" + std::string(v.name) + "_" + std::to_string(getpid()) + ".cu");
+      std::string text = src;
+      text.replace(text.find(knob), knob.size(), "kVariant = " + std::to_string(v.k) + ";");
+      std::ofstream(file) << text;
+      solution = file.string();
+    }
+    auto r = pkb(with_world({"eval", "901", "--problems-dir", dir.string(), "--solution", solution, "--dtype", "fp32", "--trials",
+                             "2", "--iters", "20", "--warmup", "5"}));
+    if (v.k) fs::remove(solution);
+    EXPECT_EQ(r.record.value("status", ""), v.status) << v.name << ": " << r.record.value("message", "") << "\n" << r.err;
+    if (std::string(v.status) == "ok") {
+      EXPECT_EQ(r.rc, 0) << v.name;
+      EXPECT_TRUE(r.record.value("bitwise_identical", false)) << v.name;
+    } else {
+      EXPECT_NE(r.record.value("message", "").find("kept'"), std::string::npos)
+          << v.name << ": " << r.record.value("message", "");
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(World, Gpu, ::testing::ValuesIn(kWorlds),
