@@ -365,10 +365,12 @@ TEST_F(JobTest, PhaseTimesAreTheSlowestRanksInTheOrderTheyRan) {
       if (p == phase) return s;
     return -1.0;
   };
-  EXPECT_GE(secs("setup"), 0.7);
-  EXPECT_GE(secs("trials"), 1.4);  // both trials in one group
+  // Rank 1 sleeps 700 ms after announcing each phase; the driver times a phase from its receipt of
+  // one announcement to the next, so a late receipt of the first shortens it (a CI run saw 698 ms).
+  EXPECT_GE(secs("setup"), 0.65);
+  EXPECT_GE(secs("trials"), 1.35);  // both trials in one group
   EXPECT_LT(secs("trials"), 2.5);
-  EXPECT_GE(secs("timing"), 0.7);
+  EXPECT_GE(secs("timing"), 0.65);
   // Each phase is its slowest rank's, and the slowest rank can differ from phase to phase (by the
   // ranks' skew, microseconds here): the sum may pass the wall clock by that much, no more.
   EXPECT_LE(sum, r.wall_s + 0.05);
