@@ -134,8 +134,7 @@ NamedTensor counted_rows(const SafetensorsFile& a, const SafetensorsFile& f, con
   const NamedTensor* c = f.find(it->second);
   if (!c || (c->dtype != DType::i32 && c->dtype != DType::i64) || c->bytes.size() != dtype_size(c->dtype)) return t;
   ragged = true;
-  size_t row = 1;
-  for (size_t i = 1; i < t.shape.size(); ++i) row *= static_cast<size_t>(t.shape[i]);
+  size_t row = row_elems(t.shape);
   size_t n = counted_elems(load_count(c->bytes.data(), c->dtype), static_cast<size_t>(t.shape[0]), row);
   NamedTensor out = t;
   out.bytes.resize(std::min(out.bytes.size(), n * dtype_size(t.dtype)));

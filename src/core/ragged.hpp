@@ -5,11 +5,19 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "core/dtype.hpp"
 #include "core/hd.hpp"
 
 namespace pkb {
+
+/// Elements per row of the first dimension of `shape` (1 for a one-dimensional shape).
+inline size_t row_elems(const std::vector<long long>& shape) {
+  size_t n = 1;
+  for (size_t i = 1; i < shape.size(); ++i) n *= static_cast<size_t>(shape[i]);
+  return n;
+}
 
 /// The elements that hold values: `count` rows of `row_elems` elements, with `count` clamped to
 /// [0, rows] (a count out of range is wrong by itself: the count is compared exactly).

@@ -173,6 +173,21 @@ class RealPrompt : public ::testing::Test {
     req.home = pkb_home();
     return render_prompt(t, gather_prompt_inputs(t, spec, req));
   }
+  /// The prompt of a problem written here: `folder` with `toml` as its spec, rendered at W = `world`.
+  Prompt prompt_of_spec(const std::string& folder, const std::string& toml, int world) {
+    fs::path dir = fs::temp_directory_path() / ("pkb_prompt_test_" + std::to_string(::getpid())) / folder;
+    fs::create_directories(dir);
+    std::ofstream(dir / "reference.cu") << "// reference\n";
+    std::ofstream(dir / "spec.toml") << toml;
+    spec = load_spec(dir);
+    PromptRequest req;
+    req.world = world;
+    req.dtype = "bf16";
+    req.home = pkb_home();
+    Prompt p = render_prompt(t, gather_prompt_inputs(t, spec, req));
+    fs::remove_all(dir.parent_path());
+    return p;
+  }
   Spec spec;
 };
 
@@ -207,10 +222,7 @@ TEST_F(RealPrompt, HeldOutCallsAreStated) {
 }
 
 TEST_F(RealPrompt, RealAndPerCallParamsAndSubgroupDrawsAreStated) {
-  fs::path dir = fs::temp_directory_path() / ("pkb_prompt_test_" + std::to_string(::getpid())) / "99_params";
-  fs::create_directories(dir);
-  std::ofstream(dir / "reference.cu") << "// reference\n";
-  std::ofstream(dir / "spec.toml") << R"(
+  Prompt p = prompt_of_spec("99_params", R"(
 id = 99
 name = "params"
 pattern = "p"
@@ -226,14 +238,8 @@ init = { dist = "normal", shared_by = "rank // 2" }
 [[outputs]]
 name = "y"
 shape = ["M"]
-)";
-  spec = load_spec(dir);
-  PromptRequest req;
-  req.world = 4;
-  req.dtype = "bf16";
-  req.home = pkb_home();
-  Prompt p = render_prompt(t, gather_prompt_inputs(t, spec, req));
-  fs::remove_all(dir.parent_path());
+)",
+                            4);
   EXPECT_NE(p.user.find("Real parameters: lr = 0.001 (ctx->fparam"), std::string::npos) << p.user;
   EXPECT_NE(p.user.find("Per-call parameter `step`: an integer in [1, 7]"), std::string::npos) << p.user;
   EXPECT_NE(p.user.find("identical on the ranks with the same value of `rank // 2`"), std::string::npos) << p.user;
@@ -241,10 +247,7 @@ shape = ["M"]
 }
 
 TEST_F(RealPrompt, ARaggedOutputsCountIsStated) {
-  fs::path dir = fs::temp_directory_path() / ("pkb_prompt_test_" + std::to_string(::getpid())) / "98_ragged";
-  fs::create_directories(dir);
-  std::ofstream(dir / "reference.cu") << "// reference\n";
-  std::ofstream(dir / "spec.toml") << R"(
+  Prompt p = prompt_of_spec("98_ragged", R"(
 id = 98
 name = "ragged"
 pattern = "p"
@@ -263,14 +266,8 @@ count = "n_kept"
 name = "n_kept"
 dtype = "int64"
 shape = [1]
-)";
-  spec = load_spec(dir);
-  PromptRequest req;
-  req.world = 2;
-  req.dtype = "bf16";
-  req.home = pkb_home();
-  Prompt p = render_prompt(t, gather_prompt_inputs(t, spec, req));
-  fs::remove_all(dir.parent_path());
+)",
+                            2);
   EXPECT_NE(p.user.find("ragged: its first dimension (8 rows) is a capacity, and output `n_kept` must hold how many rows"),
             std::string::npos)
       << p.user;

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/hash.hpp"
+#include "core/ragged.hpp"
 
 namespace pkb {
 
@@ -807,11 +808,7 @@ size_t TensorPlan::numel() const {
   return n;
 }
 
-size_t TensorPlan::row_elems() const {
-  size_t n = 1;
-  for (size_t i = 1; i < shape.size(); ++i) n *= static_cast<size_t>(shape[i]);
-  return n;
-}
+size_t TensorPlan::row_elems() const { return pkb::row_elems(shape); }
 
 Vars rank_vars(const Instance& inst, int rank) {
   Vars v = inst.vars;
