@@ -30,9 +30,8 @@ namespace {
 class RunEvalEvaluator : public BatchEvaluator {
  public:
   explicit RunEvalEvaluator(EvalOptions base) : base_(std::move(base)) {
-    auto d = parse_dtype(base_.dtype);
-    if (!d) fail(Errc::invalid_argument, "unknown dtype '" + base_.dtype + "' (" + dtype_names() + ")");
-    dtype_ = *d;
+    if (!base_.dtype.empty() && !parse_dtype(base_.dtype))
+      fail(Errc::invalid_argument, "unknown dtype '" + base_.dtype + "' (" + dtype_names() + ")");
     SystemInfo sys = probe_system();
     if (sys.gpu_count == 0)
       fail(Errc::invalid_argument, "no GPU is visible (" + sys.error + "); pkb eval needs 2 or more NVLink GPUs");
@@ -42,8 +41,9 @@ class RunEvalEvaluator : public BatchEvaluator {
 
   EvalConfig config_for(const ProblemEntry& problem) override {
     Spec spec = load_spec(problem.dir);
-    Instance inst = resolve(spec, world_, {base_.size, base_.size_overrides}, dtype_);
-    return {world_, std::string(to_string(dtype_)), inst.size_name};
+    DType d = spec.dtype_or_default(base_.dtype);
+    Instance inst = resolve(spec, world_, {base_.size, base_.size_overrides}, d);
+    return {world_, std::string(to_string(d)), inst.size_name};
   }
 
   EvalRecord evaluate(const BatchJob& job) override {
@@ -59,7 +59,6 @@ class RunEvalEvaluator : public BatchEvaluator {
 
  private:
   EvalOptions base_;
-  DType dtype_ = DType::bf16;
   int world_ = 0;
 };
 

@@ -44,7 +44,9 @@ void declare(CLI::App& sub, SharedFlags& f, bool is_eval) {
       ->check(at_least(1, kGpusHint))
       ->envname("PKB_GPUS");
   declare_oversubscribe(sub, f.opts.oversubscribe);
-  sub.add_option("--dtype", f.dtype, "Benchmark dtype D: bf16, fp16 or fp32 (default bf16)")->envname("PKB_DTYPE");
+  sub.add_option("--dtype", f.dtype,
+                 "Benchmark dtype D: bf16, fp16 or fp32 (default bf16, or the spec's first dtype where it has no bf16)")
+      ->envname("PKB_DTYPE");
   sub.add_option("--size,-s", f.opts.size, "Named size class from the spec (`pkb show` lists them)")->envname("PKB_SIZE");
   sub.add_option("-M", f.m, "Override the size variable M")->check(at_least(1));
   sub.add_option("-N", f.n, "Override the size variable N")->check(at_least(1));

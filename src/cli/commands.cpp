@@ -232,7 +232,7 @@ void print_tensors(const Instance& inst, bool inputs) {
 Command show_command() {
   return {"show", "Show a problem: spec, shapes per rank for a world size and size, and the baseline source", [](CLI::App& sub) {
             struct Opts {
-              std::string problem, dir, dtype = "bf16", size;
+              std::string problem, dir, dtype, size;
               int gpus = 0;
               bool no_source = false;
             };
@@ -254,8 +254,7 @@ Command show_command() {
                 auto sys = probe_system();
                 w = sys.gpu_count >= s.min_world ? std::min(sys.gpu_count, s.max_world) : 4;
               }
-              auto d = parse_dtype(o->dtype);
-              if (!d) throw pkb::Error(Errc::invalid_argument, "unknown dtype '" + o->dtype + "'");
+              auto d = std::optional<DType>(s.dtype_or_default(o->dtype));  // bf16, or the spec's first
               Instance inst = resolve(s, w, {o->size, {}}, *d);
               fmt::print("{} — {}\n  {}\n", s.stem, s.pattern, s.summary);
               fmt::print("  origin: {}; parallelism: {}; tier T{}; W in [{}, {}]; dtypes:", s.origin, s.parallelism, s.tier,

@@ -27,7 +27,7 @@ struct EvalOptions {
   /// W ranks on fewer GPUs (round-robin, each rank its own emulated node; NCCL's socket transport
   /// carries the traffic): verdicts are meaningful, timings are not performance.
   bool oversubscribe = false;
-  std::string dtype = "bf16";
+  std::string dtype;  // empty: the spec's default (bf16 where it lists it, else its first dtype)
   std::string size;  // size class; empty = the spec's default
   std::vector<std::pair<std::string, long long>> size_overrides;  // -M / -N / --set K=V
   int trials = 5;

@@ -56,7 +56,8 @@ void check_eval_options(const EvalOptions& opts) {
     if (!std::filesystem::is_regular_file(path, ec) || access(path.c_str(), R_OK) != 0)
       fail(Errc::invalid_argument, "solution file " + opts.solution + " is not a readable file");
   }
-  if (!parse_dtype(opts.dtype)) fail(Errc::invalid_argument, "unknown dtype '" + opts.dtype + "' (" + dtype_names() + ")");
+  if (!opts.dtype.empty() && !parse_dtype(opts.dtype))
+    fail(Errc::invalid_argument, "unknown dtype '" + opts.dtype + "' (" + dtype_names() + ")");
   if (opts.trials < 1) fail(Errc::invalid_argument, "--trials must be at least 1");
   if (opts.iters < 1 && opts.perf) fail(Errc::invalid_argument, "--iters must be at least 1");
   if (opts.warmup < 0) fail(Errc::invalid_argument, "--warmup cannot be negative");
@@ -78,7 +79,7 @@ Prepared prepare(const EvalOptions& opts, const std::vector<std::string>& size_c
   check_eval_options(opts);
   p.solution_is_reference = opts.solution.empty() || is_reference_word(opts.solution);
   p.solution_path = p.solution_is_reference ? p.spec.reference_path() : std::filesystem::path(opts.solution);
-  auto dtype = parse_dtype(opts.dtype);
+  auto dtype = std::optional<DType>(p.spec.dtype_or_default(opts.dtype));
   if (!opts.size.empty()) p.spec.require_size(opts.size);
   p.spec.require_overrides({opts.size, opts.size_overrides});
   p.spec.require_dtype(*dtype);

@@ -101,7 +101,7 @@ size_t choose_summary_cell(const Spec& spec, const FullOptions& o, int visible, 
   std::string dtype = o.eval.dtype;
   auto d = parse_dtype(dtype);
   if (!d || std::find(spec.dtypes.begin(), spec.dtypes.end(), *d) == spec.dtypes.end())
-    dtype = std::string(to_string(spec.dtypes.at(0)));
+    dtype = std::string(to_string(spec.default_dtype()));
   const std::string& size = spec.default_size;
   std::optional<size_t> below, above, first;
   for (size_t i = 0; i < cells.size(); ++i) {

@@ -593,6 +593,18 @@ void Spec::require_world(int world) const {
                                      " GPUs, not " + std::to_string(world));
 }
 
+DType Spec::default_dtype() const {
+  if (dtypes.empty() || std::find(dtypes.begin(), dtypes.end(), DType::bf16) != dtypes.end()) return DType::bf16;
+  return dtypes.front();
+}
+
+DType Spec::dtype_or_default(const std::string& name) const {
+  if (name.empty()) return default_dtype();
+  auto d = parse_dtype(name);
+  if (!d) fail(Errc::invalid_argument, "unknown dtype '" + name + "' (" + dtype_names() + ")");
+  return *d;
+}
+
 void Spec::require_dtype(DType d) const {
   if (std::find(dtypes.begin(), dtypes.end(), d) != dtypes.end()) return;
   std::string list;

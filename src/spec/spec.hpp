@@ -166,6 +166,10 @@ struct Spec {
   /// Error(invalid_argument) with the allowed range / list unless `world` / `d` is supported.
   void require_world(int world) const;
   void require_dtype(DType d) const;
+  /// The dtype used when none is named: bf16 where the spec lists it, else its first.
+  DType default_dtype() const;
+  /// `name` parsed (an unknown name is an error listing the names), or default_dtype() when empty.
+  DType dtype_or_default(const std::string& name) const;
   /// Error(invalid_argument) unless every override names a variable of the chosen size class (W is
   /// the world, set by --gpus) with a positive value. resolve() checks this too; a caller checks it
   /// early to refuse bad input before looking for GPUs.

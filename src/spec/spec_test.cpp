@@ -411,6 +411,23 @@ shape = [1]
   EXPECT_NE(e.find("output 'rows' has a count, so it needs a first dimension"), std::string::npos) << e;
 }
 
+TEST_F(SpecTest, TheDefaultDtypeIsBf16WhereListedElseTheFirst) {
+  Spec with_bf16 = load_spec(write("5_scatter", kScatter));  // dtypes = ["bf16", "fp32"]
+  EXPECT_EQ(with_bf16.default_dtype(), DType::bf16);
+  std::string text = kScatter;
+  text.replace(text.find("[\"bf16\", \"fp32\"]"), 16, "[\"fp32\", \"fp16\"]");
+  Spec without = load_spec(write("5_scatter", text));
+  EXPECT_EQ(without.default_dtype(), DType::fp32);
+  EXPECT_EQ(without.dtype_or_default(""), DType::fp32);
+  EXPECT_EQ(without.dtype_or_default("half"), DType::fp16);
+  try {
+    without.dtype_or_default("fp12");
+    ADD_FAILURE() << "an unknown dtype name was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown dtype 'fp12'"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(SpecTest, HeldOutInputsAndBounds) {
   std::string base = R"(
 id = 9
