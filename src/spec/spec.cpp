@@ -67,7 +67,13 @@ class Reader {
 
   /// A number, or a string holding an expression.
   Expr expr(const toml::node& n, const std::string& where) const {
-    if (n.is_integer() || n.is_floating_point()) return Expr::constant(*n.value<double>());
+    if (n.is_integer()) {  // expressions are evaluated in double: integers beyond 2^53 would change
+      int64_t v = *n.value<int64_t>();
+      if (v > (int64_t{1} << 53) || v < -(int64_t{1} << 53))
+        error_at(n, where, "integer " + std::to_string(v) + " is beyond 2^53 (expressions are exact only up to there)");
+      return Expr::constant(static_cast<double>(v));
+    }
+    if (n.is_floating_point()) return Expr::constant(*n.value<double>());
     if (auto s = n.value<std::string>()) {
       try {
         return Expr::parse(*s);
@@ -244,7 +250,8 @@ void parse_tolerance_level(const Reader& r, const toml::table& t, const std::str
     std::string key(k.str()), w = where + "." + key;
     if (key == "atol" || key == "rtol") {
       if (!v.is_integer() && !v.is_floating_point()) r.error_at(v, w, "must be a number");
-      double x = *v.value<double>();
+      // toml++ gives no double for an integer that a double cannot hold exactly (beyond 2^53)
+      double x = v.is_integer() ? static_cast<double>(*v.value<int64_t>()) : *v.value<double>();
       if (!std::isfinite(x) || x < 0) {
         char buf[64];
         std::snprintf(buf, sizeof buf, "must be a finite number >= 0, not %g", x);

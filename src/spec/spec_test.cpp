@@ -135,6 +135,7 @@ TEST_F(SpecTest, MalformedSpecsNameFileKeyAndReason) {
       {"dtypes = [\"bf16\", \"fp32\"]", "dtypes = [\"bf17\"]", "dtypes[0]: unknown dtype"},
       {"color = \"rank // 2\"", "color = \"rank // \"", "groups[0].color"},
       {"[[inputs]]", "[[inputs]\n", "spec.toml:"},
+      {"root = 0", "root = 9007199254740993", "params.root: integer 9007199254740993 is beyond 2^53"},
   };
   for (auto& c : cases) {
     std::string text = kScatter;
