@@ -30,8 +30,7 @@ namespace {
 class RunEvalEvaluator : public BatchEvaluator {
  public:
   explicit RunEvalEvaluator(EvalOptions base) : base_(std::move(base)) {
-    if (!base_.dtype.empty() && !parse_dtype(base_.dtype))
-      fail(Errc::invalid_argument, "unknown dtype '" + base_.dtype + "' (" + dtype_names() + ")");
+    require_dtype_name(base_.dtype);
     SystemInfo sys = probe_system();
     if (sys.gpu_count == 0)
       fail(Errc::invalid_argument, "no GPU is visible (" + sys.error + "); pkb eval needs 2 or more NVLink GPUs");

@@ -254,8 +254,7 @@ Command show_command() {
                 auto sys = probe_system();
                 w = sys.gpu_count >= s.min_world ? std::min(sys.gpu_count, s.max_world) : 4;
               }
-              auto d = std::optional<DType>(s.dtype_or_default(o->dtype));  // bf16, or the spec's first
-              Instance inst = resolve(s, w, {o->size, {}}, *d);
+              Instance inst = resolve(s, w, {o->size, {}}, s.dtype_or_default(o->dtype));  // bf16, or the spec's first
               fmt::print("{} — {}\n  {}\n", s.stem, s.pattern, s.summary);
               fmt::print("  origin: {}; parallelism: {}; tier T{}; W in [{}, {}]; dtypes:", s.origin, s.parallelism, s.tier,
                          s.min_world, s.max_world);
@@ -275,7 +274,7 @@ Command show_command() {
                 for (auto& p : inst.trial_params) fmt::print(" {} in [{}, {}] (per call)", p.name, p.low, p.high);
                 fmt::print("\n");
               }
-              fmt::print("\nInstance W={} dtype={} size={}:\n inputs\n", w, to_string(*d), inst.size_name);
+              fmt::print("\nInstance W={} dtype={} size={}:\n inputs\n", w, to_string(inst.dtype), inst.size_name);
               print_tensors(inst, true);
               fmt::print(" outputs\n");
               print_tensors(inst, false);

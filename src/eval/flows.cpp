@@ -56,8 +56,7 @@ void check_eval_options(const EvalOptions& opts) {
     if (!std::filesystem::is_regular_file(path, ec) || access(path.c_str(), R_OK) != 0)
       fail(Errc::invalid_argument, "solution file " + opts.solution + " is not a readable file");
   }
-  if (!opts.dtype.empty() && !parse_dtype(opts.dtype))
-    fail(Errc::invalid_argument, "unknown dtype '" + opts.dtype + "' (" + dtype_names() + ")");
+  require_dtype_name(opts.dtype);
   if (opts.trials < 1) fail(Errc::invalid_argument, "--trials must be at least 1");
   if (opts.iters < 1 && opts.perf) fail(Errc::invalid_argument, "--iters must be at least 1");
   if (opts.warmup < 0) fail(Errc::invalid_argument, "--warmup cannot be negative");
@@ -79,10 +78,10 @@ Prepared prepare(const EvalOptions& opts, const std::vector<std::string>& size_c
   check_eval_options(opts);
   p.solution_is_reference = opts.solution.empty() || is_reference_word(opts.solution);
   p.solution_path = p.solution_is_reference ? p.spec.reference_path() : std::filesystem::path(opts.solution);
-  auto dtype = std::optional<DType>(p.spec.dtype_or_default(opts.dtype));
+  const DType dtype = p.spec.dtype_or_default(opts.dtype);
   if (!opts.size.empty()) p.spec.require_size(opts.size);
   p.spec.require_overrides({opts.size, opts.size_overrides});
-  p.spec.require_dtype(*dtype);
+  p.spec.require_dtype(dtype);
   if (opts.gpus > 0) p.spec.require_world(opts.gpus);
   for (auto& name : size_classes)
     if (name != "all") p.spec.require_size(name);
@@ -93,7 +92,7 @@ Prepared prepare(const EvalOptions& opts, const std::vector<std::string>& size_c
   int world = world_for_run(opts.gpus, p.sys.gpu_count, p.spec.min_world, opts.oversubscribe);
   p.placement = place_ranks(world, p.sys.gpu_count, opts.oversubscribe);
   SizeChoice sc{opts.size, opts.size_overrides};
-  p.inst = resolve(p.spec, world, sc, *dtype);
+  p.inst = resolve(p.spec, world, sc, dtype);
   override_tolerance(p.inst, opts.atol, opts.rtol);
   p.seed = opts.seed ? *opts.seed : secret_seed();
   p.calibration = load_calibration(p.sys.gpu_name, p.sys.gpu_count, p.sys.nvidia_driver);

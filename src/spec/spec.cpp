@@ -605,11 +605,13 @@ DType Spec::default_dtype() const {
   return dtypes.front();
 }
 
+void require_dtype_name(const std::string& name) {
+  if (!name.empty() && !parse_dtype(name)) fail(Errc::invalid_argument, "unknown dtype '" + name + "' (" + dtype_names() + ")");
+}
+
 DType Spec::dtype_or_default(const std::string& name) const {
-  if (name.empty()) return default_dtype();
-  auto d = parse_dtype(name);
-  if (!d) fail(Errc::invalid_argument, "unknown dtype '" + name + "' (" + dtype_names() + ")");
-  return *d;
+  require_dtype_name(name);
+  return name.empty() ? default_dtype() : *parse_dtype(name);
 }
 
 void Spec::require_dtype(DType d) const {

@@ -168,7 +168,8 @@ struct Spec {
   void require_dtype(DType d) const;
   /// The dtype used when none is named: bf16 where the spec lists it, else its first.
   DType default_dtype() const;
-  /// `name` parsed (an unknown name is an error listing the names), or default_dtype() when empty.
+  /// `name` parsed (an unknown name is an error listing the names: require_dtype_name), or
+  /// default_dtype() when empty.
   DType dtype_or_default(const std::string& name) const;
   /// Error(invalid_argument) unless every override names a variable of the chosen size class (W is
   /// the world, set by --gpus) with a positive value. resolve() checks this too; a caller checks it
@@ -222,6 +223,10 @@ struct RankPlan {
   std::vector<TensorPlan> inputs, outputs;
   std::vector<GroupPlan> groups;
 };
+
+/// Error(invalid_argument) listing the dtype names unless `name` is empty (the spec's default) or
+/// one of them: for refusing a bad --dtype before any spec is loaded.
+void require_dtype_name(const std::string& name);
 
 /// A spec resolved for one world size, size and dtype: everything a worker needs.
 struct Instance {
